@@ -1,0 +1,27 @@
+#pragma once
+// Reductions over axes. `axes` empty = all axes; negative axes count from the end.
+#include <cstdint>
+#include <vector>
+
+#include "framework/tensor.hpp"
+
+namespace loom::ops {
+
+using Axes = std::vector<std::int64_t>;
+
+Tensor sum(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+Tensor mean(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+/// Biased variance (divides by the number of elements reduced), as Keras and NumPy's default.
+Tensor var(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+/// Gradient is split equally between tied maxima (as TensorFlow).
+Tensor max(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+Tensor min(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+/// Index of the first maximum along `axis`, as i64. Not differentiable.
+Tensor argmax(const Tensor& x, std::int64_t axis = -1, bool keepdims = false);
+Tensor argmin(const Tensor& x, std::int64_t axis = -1, bool keepdims = false);
+/// log(sum(exp(x))) computed stably (shifted by the max).
+Tensor logsumexp(const Tensor& x, const Axes& axes = {}, bool keepdims = false);
+/// Sums a broadcast result back down to `shape` (the reverse of broadcast_to); used by the tape.
+Tensor sum_to(const Tensor& x, const Shape& shape);
+
+}  // namespace loom::ops

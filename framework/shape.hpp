@@ -1,0 +1,24 @@
+#pragma once
+// Shape and strides (in elements, row-major) and the helpers every op uses to validate and broadcast them.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace loom {
+
+using Shape = std::vector<std::int64_t>;
+using Strides = std::vector<std::int64_t>;
+
+/// Product of the dimensions; 1 for a scalar (rank 0).
+std::int64_t numel(const Shape& shape);
+/// Row-major strides of a contiguous tensor of this shape.
+Strides contiguous_strides(const Shape& shape);
+/// NumPy broadcasting of two shapes; throws loom::Error naming `op` when they are incompatible.
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
+/// Maps a possibly negative axis into [0, rank); throws loom::Error naming `op` when out of range.
+std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, std::string_view op);
+/// Normalizes a list of axes (empty = all axes), sorted, rejecting duplicates.
+std::vector<std::int64_t> normalize_axes(const std::vector<std::int64_t>& axes, std::int64_t rank,
+                                         std::string_view op);
+
+}  // namespace loom

@@ -1,0 +1,199 @@
+#include "framework/tape.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "framework/ops.hpp"
+
+namespace loom {
+
+namespace {
+
+/// Per thread: the live tapes (outermost first) and the NoGradGuard depth.
+struct ThreadAutograd {
+  std::vector<GradientTape*> tapes;
+  int no_grad_depth = 0;
+};
+
+ThreadAutograd& thread_autograd() {
+  thread_local ThreadAutograd state;
+  return state;
+}
+
+}  // namespace
+
+struct TapeRecorder {
+  static bool wants(const GradientTape& tape, const Tensor& t) { return tape.recording() && tape.tracks(t); }
+
+  static void append(GradientTape& tape, const TapeNode& node, const std::vector<Tensor>& outputs) {
+    tape.nodes_.push_back(node);
+    for (const auto& out : outputs)
+      if (out.defined() && is_floating(out.dtype())) tape.tracked_.insert(out.id());
+  }
+};
+
+// ---- GradientTape ----
+
+GradientTape::GradientTape(bool persistent, bool watch_accessed_variables)
+    : persistent_(persistent), watch_accessed_variables_(watch_accessed_variables) {
+  thread_autograd().tapes.push_back(this);
+}
+
+GradientTape::~GradientTape() {
+  auto& tapes = thread_autograd().tapes;
+  tapes.erase(std::remove(tapes.begin(), tapes.end(), this), tapes.end());
+}
+
+void GradientTape::watch(const Tensor& t) {
+  check(t.defined(), "GradientTape.watch: the tensor is undefined");
+  check(is_floating(t.dtype()), "GradientTape.watch: only float32/float64 tensors can be watched, got {} of shape {}",
+        t.dtype(), t.shape());
+  tracked_.insert(t.id());
+}
+
+void GradientTape::watch(const std::vector<Tensor>& ts) {
+  for (const auto& t : ts) watch(t);
+}
+
+bool GradientTape::tracks(const Tensor& t) const {
+  return t.defined() && (tracked_.count(t.id()) != 0 || (watch_accessed_variables_ && t.impl().trainable));
+}
+
+GradientTape::StopRecording::StopRecording(GradientTape& tape) : tape_(tape) { ++tape_.paused_; }
+GradientTape::StopRecording::~StopRecording() { --tape_.paused_; }
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Variable>& sources,
+                                           const Tensor& output_gradient, UnconnectedGradients unconnected) {
+  std::vector<Tensor> tensors;
+  tensors.reserve(sources.size());
+  for (const auto& v : sources) tensors.push_back(v.value());
+  return gradient(target, tensors, output_gradient, unconnected);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources,
+                                           const Tensor& output_gradient, UnconnectedGradients unconnected) {
+  check(!used_ || persistent_,
+        "GradientTape.gradient: a non-persistent tape can only compute gradients once; "
+        "create it as GradientTape(/*persistent=*/true) to call gradient() several times");
+  check(target.defined(), "GradientTape.gradient: the target is undefined");
+  check(is_floating(target.dtype()), "GradientTape.gradient: the target must be float32/float64, got {} of shape {}",
+        target.dtype(), target.shape());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    check(sources[i].defined(), "GradientTape.gradient: source {} is undefined", i);
+    check(is_floating(sources[i].dtype()),
+          "GradientTape.gradient: source {} is {} of shape {}; gradients exist only for float32/float64 tensors", i,
+          sources[i].dtype(), sources[i].shape());
+  }
+  if (output_gradient.defined())
+    check(output_gradient.shape() == target.shape() && output_gradient.dtype() == target.dtype(),
+          "GradientTape.gradient: output_gradient must match the target ({} {}), got {} {}", target.dtype(),
+          target.shape(), output_gradient.dtype(), output_gradient.shape());
+
+  const StopRecording replaying(*this);  // outer tapes keep recording: that is what gives higher order
+
+  // Forward sweep: which nodes lie on a path from some source.
+  std::unordered_set<std::uint64_t> depends_on_source;
+  for (const auto& s : sources) depends_on_source.insert(s.id());
+  std::vector<char> relevant(nodes_.size(), 0);
+  for (std::size_t n = 0; n < nodes_.size(); ++n) {
+    for (const auto& in : nodes_[n].inputs)
+      if (depends_on_source.count(in.id)) relevant[n] = 1;
+    if (relevant[n])
+      for (const auto& out : nodes_[n].outputs) depends_on_source.insert(out.id);
+  }
+
+  // Backward sweep in reverse recording order (which is topological).
+  std::unordered_map<std::uint64_t, Tensor> grads;
+  grads[target.id()] = output_gradient.defined() ? output_gradient : Tensor::ones_like(target);
+  for (std::size_t n = nodes_.size(); n-- > 0;) {
+    if (!relevant[n]) continue;
+    const TapeNode& node = nodes_[n];
+    std::vector<Tensor> output_grads;
+    bool any = false;
+    for (const auto& out : node.outputs) {
+      auto it = grads.find(out.id);
+      any = any || it != grads.end();
+      output_grads.push_back(it != grads.end() ? it->second : Tensor::zeros(out.shape, out.dtype));
+    }
+    if (!any) continue;
+    std::vector<Tensor> input_grads = (*node.backward)(output_grads);
+    check(input_grads.size() == node.inputs.size(), "GradientTape.gradient: the backward rule of '{}' returned {} "
+          "gradients for {} inputs", node.op, input_grads.size(), node.inputs.size());
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const TensorMeta& in = node.inputs[i];
+      Tensor g = input_grads[i];
+      if (!g.defined() || !depends_on_source.count(in.id)) continue;
+      if (g.shape() != in.shape) g = ops::sum_to(g, in.shape);
+      check(g.dtype() == in.dtype, "GradientTape.gradient: the backward rule of '{}' gave a {} gradient for {} input {}",
+            node.op, g.dtype(), in.dtype, i);
+      auto [it, inserted] = grads.try_emplace(in.id, g);
+      if (!inserted) it->second = ops::add(it->second, g);
+    }
+  }
+
+  std::vector<Tensor> result;
+  result.reserve(sources.size());
+  for (const auto& s : sources) {
+    auto it = grads.find(s.id());
+    if (it != grads.end()) result.push_back(it->second);
+    else result.push_back(unconnected == UnconnectedGradients::zero ? Tensor::zeros_like(s) : Tensor());
+  }
+  used_ = true;
+  if (!persistent_) {
+    nodes_.clear();
+    nodes_.shrink_to_fit();
+    tracked_.clear();
+  }
+  return result;
+}
+
+// ---- NoGradGuard ----
+
+NoGradGuard::NoGradGuard() { ++thread_autograd().no_grad_depth; }
+NoGradGuard::~NoGradGuard() { --thread_autograd().no_grad_depth; }
+
+// ---- recording ----
+
+namespace autograd {
+
+bool needs_recording(std::initializer_list<const Tensor*> inputs) {
+  const auto& state = thread_autograd();
+  if (state.tapes.empty() || state.no_grad_depth > 0) return false;
+  for (const GradientTape* tape : state.tapes)
+    for (const Tensor* t : inputs)
+      if (TapeRecorder::wants(*tape, *t)) return true;
+  return false;
+}
+
+bool needs_recording(const std::vector<Tensor>& inputs) {
+  const auto& state = thread_autograd();
+  if (state.tapes.empty() || state.no_grad_depth > 0) return false;
+  for (const GradientTape* tape : state.tapes)
+    for (const Tensor& t : inputs)
+      if (TapeRecorder::wants(*tape, t)) return true;
+  return false;
+}
+
+void record(const char* op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+            BackwardFn backward) {
+  auto& state = thread_autograd();
+  if (state.tapes.empty() || state.no_grad_depth > 0) return;
+  std::optional<TapeNode> node;  // built once, shared by every tape that wants it
+  for (GradientTape* tape : state.tapes) {
+    bool wanted = false;
+    for (const Tensor& t : inputs) wanted = wanted || TapeRecorder::wants(*tape, t);
+    if (!wanted) continue;
+    if (!node) {
+      node.emplace(TapeNode{op, {}, {}, std::make_shared<const BackwardFn>(std::move(backward))});
+      node->inputs.reserve(inputs.size());
+      for (const Tensor& t : inputs)
+        node->inputs.push_back(t.defined() ? TensorMeta{t.id(), t.dtype(), t.shape()} : TensorMeta{0, DType::f32, {}});
+      for (const Tensor& t : outputs) node->outputs.push_back(TensorMeta{t.id(), t.dtype(), t.shape()});
+    }
+    TapeRecorder::append(*tape, *node, outputs);
+  }
+}
+
+}  // namespace autograd
+
+}  // namespace loom

@@ -1,0 +1,112 @@
+#pragma once
+// GradientTape: TensorFlow-style reverse-mode autograd.
+//
+//   GradientTape tape;                       // records while alive, on this thread
+//   tape.watch(x);                           // trainable Variables are watched automatically
+//   Tensor y = ops::sum(ops::tanh(ops::matmul(x, w)));
+//   auto grads = tape.gradient(y, {x, w});   // one gradient per source, shaped like it
+//
+// Every differentiable op, after computing its outputs, calls autograd::record(). Each active tape that
+// tracks one of the op's inputs (watched, or produced by a node it recorded) appends a node. gradient()
+// replays the nodes backwards; the backward rules are themselves loom ops, so an outer tape records them and
+// can differentiate a gradient again.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <unordered_set>
+#include <vector>
+
+#include "framework/tensor.hpp"
+#include "framework/variable.hpp"
+
+namespace loom {
+
+/// Gradient of each of a node's inputs given the gradients of its outputs (zeros for outputs that got
+/// none). An undefined Tensor means "no gradient" (an integer index, a mask). A result may have the
+/// broadcast output shape: the tape sums it down to the input's shape.
+using BackwardFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& output_grads)>;
+
+struct TensorMeta {
+  std::uint64_t id;
+  DType dtype;
+  Shape shape;
+};
+
+struct TapeNode {
+  const char* op;
+  std::vector<TensorMeta> inputs;
+  std::vector<TensorMeta> outputs;
+  std::shared_ptr<const BackwardFn> backward;
+};
+
+/// What gradient() returns for a source the target does not depend on.
+enum class UnconnectedGradients { zero, none };
+
+class GradientTape {
+ public:
+  explicit GradientTape(bool persistent = false, bool watch_accessed_variables = true);
+  ~GradientTape();
+  GradientTape(const GradientTape&) = delete;
+  GradientTape& operator=(const GradientTape&) = delete;
+
+  void watch(const Tensor& t);
+  void watch(const std::vector<Tensor>& ts);
+
+  /// d(sum(target * output_gradient)) / d(source) for each source; output_gradient defaults to ones.
+  /// A non-persistent tape may be asked once.
+  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& sources,
+                               const Tensor& output_gradient = {},
+                               UnconnectedGradients unconnected = UnconnectedGradients::zero);
+  std::vector<Tensor> gradient(const Tensor& target, const std::vector<Variable>& sources,
+                               const Tensor& output_gradient = {},
+                               UnconnectedGradients unconnected = UnconnectedGradients::zero);
+
+  /// RAII: while the returned guard lives, this tape records nothing (other tapes still do).
+  class StopRecording {
+   public:
+    explicit StopRecording(GradientTape& tape);
+    ~StopRecording();
+    StopRecording(const StopRecording&) = delete;
+    StopRecording& operator=(const StopRecording&) = delete;
+
+   private:
+    GradientTape& tape_;
+  };
+  [[nodiscard]] StopRecording stop_recording() { return StopRecording(*this); }
+
+  bool persistent() const { return persistent_; }
+  const std::vector<TapeNode>& nodes() const { return nodes_; }
+
+ private:
+  friend struct TapeRecorder;  // tape.cpp: appends nodes on behalf of autograd::record
+  bool tracks(const Tensor& t) const;
+  bool recording() const { return paused_ == 0; }
+
+  bool persistent_;
+  bool watch_accessed_variables_;
+  bool used_ = false;
+  int paused_ = 0;
+  std::vector<TapeNode> nodes_;
+  std::unordered_set<std::uint64_t> tracked_;  // ids watched or produced by a recorded node
+};
+
+/// RAII: nothing is recorded on this thread while it lives (optimizer updates, numeric gradcheck passes).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+};
+
+namespace autograd {
+/// True when some tape on this thread would record an op with these inputs. Ops check it before building
+/// their backward closure, so untaped code pays almost nothing.
+bool needs_recording(std::initializer_list<const Tensor*> inputs);
+bool needs_recording(const std::vector<Tensor>& inputs);
+/// Records `op` on every active tape that tracks one of `inputs`.
+void record(const char* op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+            BackwardFn backward);
+}  // namespace autograd
+
+}  // namespace loom
