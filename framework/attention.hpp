@@ -29,7 +29,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const AttentionOptions& options = {});
 
 /// The attention probabilities [B, H, Nq, Nk] that scaled_dot_product_attention applies to v, with the same
-/// options (fully masked rows are zeros).
+/// options (fully masked rows are zeros). Always computed by the math path (options.impl is not consulted).
 Tensor attention_probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& options = {});
 
 }  // namespace loom::ops

@@ -11,4 +11,5 @@
 #include "framework/tape.hpp"
 #include "framework/tensor.hpp"
 #include "framework/variable.hpp"
+#include "framework/xarray_interop.hpp"
 #include "layers/losses.hpp"

@@ -21,10 +21,13 @@ Tensor square(const Tensor& x);
 Tensor sqrt(const Tensor& x);
 Tensor rsqrt(const Tensor& x);
 Tensor exp(const Tensor& x);
+/// Natural log; as NumPy, log(0) = -inf and log of a negative number is NaN (math, not bad input).
 Tensor log(const Tensor& x);
 Tensor abs(const Tensor& x);   // gradient sign(x), 0 at 0
 Tensor sign(const Tensor& x);  // not differentiable (zero gradient)
 Tensor clip(const Tensor& x, double lo, double hi);  // gradient passes where lo <= x <= hi
+/// The error function; gradient 2/sqrt(pi) exp(-x^2) (gelu's backward rule uses it).
+Tensor erf(const Tensor& x);
 
 // ---- activations ----
 Tensor tanh(const Tensor& x);

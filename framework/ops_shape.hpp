@@ -1,6 +1,8 @@
 #pragma once
-// Shape ops. reshape (of contiguous data), permute/transpose, slice, broadcast_to, expand_dims and squeeze
-// return views sharing storage; concat, stack, split, gather and take copy.
+// Shape ops. reshape (of contiguous data), permute/transpose, slice, broadcast_to, expand_dims, squeeze,
+// flatten (of contiguous data) and split return views sharing storage; contiguous (of a non-contiguous
+// tensor), clone, concat, stack, take and take_along_axis copy. The forward pass accepts every dtype; only
+// f32/f64 inputs are differentiated.
 #include <cstdint>
 #include <vector>
 
@@ -22,7 +24,7 @@ Tensor clone(const Tensor& x);
 
 Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis = 0);
 Tensor stack(const std::vector<Tensor>& xs, std::int64_t axis = 0);
-/// `sections` equal parts along axis (must divide the dimension).
+/// `sections` equal parts along axis (must divide the dimension). The parts are views of x.
 std::vector<Tensor> split(const Tensor& x, std::int64_t sections, std::int64_t axis = 0);
 /// Parts of the given sizes along axis (must add up to the dimension).
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t axis = 0);
@@ -35,5 +37,18 @@ Tensor take(const Tensor& x, const Tensor& indices, std::int64_t axis = 0);
 Tensor take_along_axis(const Tensor& x, const Tensor& indices, std::int64_t axis);
 /// Alias of take (TensorFlow's name).
 inline Tensor gather(const Tensor& x, const Tensor& indices, std::int64_t axis = 0) { return take(x, indices, axis); }
+
+// ---- adjoints of the indexing ops: the backward rules of slice, take and take_along_axis. Each is itself
+// differentiable (its gradient is the forward op), which gives second-order gradients. ----
+
+/// Zeros of `shape` with `grad` written at start:stop:step along axis (same conventions as slice).
+Tensor slice_backward(const Tensor& grad, const Shape& shape, std::int64_t axis, std::int64_t start,
+                      std::int64_t stop, std::int64_t step = 1);
+/// Zeros with dimension `size` at `axis` (grad's dimensions elsewhere) into which every entry of grad is
+/// added at its index: grad has the shape take(x, indices, axis) gives for x of that shape.
+Tensor take_backward(const Tensor& grad, const Tensor& indices, std::int64_t axis, std::int64_t size);
+/// Zeros of grad's shape but with dimension `size` at `axis`, into which grad is added along axis at
+/// `indices` (i64, grad's rank, broadcast against grad outside axis).
+Tensor take_along_axis_backward(const Tensor& grad, const Tensor& indices, std::int64_t axis, std::int64_t size);
 
 }  // namespace loom::ops

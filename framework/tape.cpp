@@ -25,8 +25,8 @@ ThreadAutograd& thread_autograd() {
 struct TapeRecorder {
   static bool wants(const GradientTape& tape, const Tensor& t) { return tape.recording() && tape.tracks(t); }
 
-  static void append(GradientTape& tape, const TapeNode& node, const std::vector<Tensor>& outputs) {
-    tape.nodes_.push_back(node);
+  static void append(GradientTape& tape, TapeNode&& node, const std::vector<Tensor>& outputs) {
+    tape.nodes_.push_back(std::move(node));
     for (const auto& out : outputs)
       if (out.defined() && is_floating(out.dtype())) tape.tracked_.insert(out.id());
   }
@@ -91,9 +91,12 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
 
   const StopRecording replaying(*this);  // outer tapes keep recording: that is what gives higher order
 
-  // Forward sweep: which nodes lie on a path from some source.
+  // Forward sweep: which nodes lie on a path from some source. A source this tape does not track (never
+  // watched, not a trainable variable, not produced here) is unconnected, as in TensorFlow, even when it
+  // met a tracked tensor in some op.
   std::unordered_set<std::uint64_t> depends_on_source;
-  for (const auto& s : sources) depends_on_source.insert(s.id());
+  for (const auto& s : sources)
+    if (tracks(s)) depends_on_source.insert(s.id());
   std::vector<char> relevant(nodes_.size(), 0);
   for (std::size_t n = 0; n < nodes_.size(); ++n) {
     for (const auto& in : nodes_[n].inputs)
@@ -178,20 +181,25 @@ void record(const char* op, const std::vector<Tensor>& inputs, const std::vector
             BackwardFn backward) {
   auto& state = thread_autograd();
   if (state.tapes.empty() || state.no_grad_depth > 0) return;
-  std::optional<TapeNode> node;  // built once, shared by every tape that wants it
-  for (GradientTape* tape : state.tapes) {
-    bool wanted = false;
-    for (const Tensor& t : inputs) wanted = wanted || TapeRecorder::wants(*tape, t);
-    if (!wanted) continue;
-    if (!node) {
-      node.emplace(TapeNode{op, {}, {}, std::make_shared<const BackwardFn>(std::move(backward))});
-      node->inputs.reserve(inputs.size());
-      for (const Tensor& t : inputs)
-        node->inputs.push_back(t.defined() ? TensorMeta{t.id(), t.dtype(), t.shape()} : TensorMeta{0, DType::f32, {}});
-      for (const Tensor& t : outputs) node->outputs.push_back(TensorMeta{t.id(), t.dtype(), t.shape()});
-    }
-    TapeRecorder::append(*tape, *node, outputs);
-  }
+  auto wants_any = [&](const GradientTape* tape) {
+    for (const Tensor& t : inputs)
+      if (TapeRecorder::wants(*tape, t)) return true;
+    return false;
+  };
+  const auto last = std::find_if(state.tapes.rbegin(), state.tapes.rend(), wants_any);
+  if (last == state.tapes.rend()) return;
+
+  TapeNode node{op, {}, {}, std::make_shared<const BackwardFn>(std::move(backward))};
+  node.inputs.reserve(inputs.size());
+  for (const Tensor& t : inputs)
+    node.inputs.push_back(t.defined() ? TensorMeta{t.id(), t.dtype(), t.shape()} : TensorMeta{0, DType::f32, {}});
+  node.outputs.reserve(outputs.size());
+  for (const Tensor& t : outputs) node.outputs.push_back(TensorMeta{t.id(), t.dtype(), t.shape()});
+  // Outer tapes that want the node get copies (they share the backward closure); the innermost one takes
+  // it by move, so the common single-tape case copies nothing.
+  for (auto it = state.tapes.begin(); *it != *last; ++it)
+    if (wants_any(*it)) TapeRecorder::append(**it, TapeNode(node), outputs);
+  TapeRecorder::append(**last, std::move(node), outputs);
 }
 
 }  // namespace autograd

@@ -1,0 +1,178 @@
+#include "framework/blas.hpp"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <mutex>
+#include <type_traits>
+
+#include <cblas.h>
+
+#include "framework/cpu_features.hpp"
+#include "framework/error.hpp"
+
+#ifndef LOOM_OPENBLAS_PATH
+#define LOOM_OPENBLAS_PATH "libopenblas.so.0"
+#endif
+
+namespace loom {
+
+namespace {
+
+constexpr const char* kSystemName = "libopenblas.so.0";  // found through the dynamic linker's search path
+
+struct Library {
+  void* handle = nullptr;
+  std::string path;
+  std::string core_set;  // what loom put in OPENBLAS_CORETYPE; empty when it set nothing
+  // decltype of the CBLAS declarations keeps the signatures exact without linking to them.
+  decltype(&cblas_sgemm) sgemm = nullptr;
+  decltype(&cblas_dgemm) dgemm = nullptr;
+  // Declared by hand: the OpenBLAS extensions are missing from some cblas.h headers.
+  char* (*get_corename)() = nullptr;
+  char* (*get_config)() = nullptr;
+  int (*get_num_threads)() = nullptr;
+  void (*set_num_threads)(int) = nullptr;
+};
+
+/// The core OpenBLAS should use on this CPU, or nullptr to let it detect one itself.
+const char* core_for_this_cpu() {
+  const CpuFeatures& cpu = cpu_features();
+  if (cpu.has_avx512()) return "SKYLAKEX";
+  if (cpu.has_avx2_fma()) return "HASWELL";
+  return nullptr;
+}
+
+/// Opens OpenBLAS: LOOM_OPENBLAS when the user names a file, else the file found at build time, else the
+/// system's libopenblas.so.0 (a binary moved to another machine).
+void* open_library(std::string& path) {
+  std::string errors;
+  auto try_open = [&](const char* candidate) -> void* {
+    void* handle = dlopen(candidate, RTLD_NOW | RTLD_LOCAL);
+    if (handle != nullptr) path = candidate;
+    else errors += fmt::format("\n  {}", dlerror());
+    return handle;
+  };
+  const char* user_path = std::getenv("LOOM_OPENBLAS");
+  if (user_path != nullptr && *user_path != '\0') {
+    if (void* handle = try_open(user_path)) return handle;
+  } else {
+    if (void* handle = try_open(LOOM_OPENBLAS_PATH)) return handle;
+    if (void* handle = try_open(kSystemName)) return handle;
+  }
+  throw Error(fmt::format("blas: cannot load OpenBLAS (install libopenblas0, or name the file in LOOM_OPENBLAS):{}",
+                          errors));
+}
+
+template <class Fn>
+void resolve(const Library& lib, Fn& fn, const char* name) {
+  dlerror();  // clear a stale error so the check below reports this lookup
+  fn = reinterpret_cast<Fn>(dlsym(lib.handle, name));
+  check(fn != nullptr, "blas: OpenBLAS library '{}' has no symbol '{}' (is it OpenBLAS?)", lib.path, name);
+}
+
+Library load() {
+  Library lib;
+  // OpenBLAS reads OPENBLAS_CORETYPE once, in its constructor, which dlopen runs. If the process already has
+  // the library loaded (linked by someone else), it is initialised and setting the variable would change
+  // nothing, so loom then only reports what runs.
+  const bool preloaded = dlopen(LOOM_OPENBLAS_PATH, RTLD_NOW | RTLD_NOLOAD) != nullptr;
+  const char* core = core_for_this_cpu();
+  if (!preloaded && core != nullptr && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
+    setenv("OPENBLAS_CORETYPE", core, 1);
+    lib.core_set = core;
+  }
+  try {
+    lib.handle = open_library(lib.path);
+  } catch (...) {
+    if (!lib.core_set.empty()) unsetenv("OPENBLAS_CORETYPE");
+    throw;
+  }
+  // Leave the environment as the user had it: child processes make their own choice.
+  if (!lib.core_set.empty()) unsetenv("OPENBLAS_CORETYPE");
+
+  resolve(lib, lib.sgemm, "cblas_sgemm");
+  resolve(lib, lib.dgemm, "cblas_dgemm");
+  resolve(lib, lib.get_corename, "openblas_get_corename");
+  resolve(lib, lib.get_config, "openblas_get_config");
+  resolve(lib, lib.get_num_threads, "openblas_get_num_threads");
+  resolve(lib, lib.set_num_threads, "openblas_set_num_threads");
+  return lib;
+}
+
+/// Loaded once per process; a failed load throws and is retried by the next call.
+const Library& library() {
+  static std::once_flag once;
+  static Library lib;
+  std::call_once(once, [] { lib = load(); });
+  return lib;
+}
+
+int to_blas_int(std::int64_t value, const char* what) {
+  check(value >= 0 && value <= INT_MAX, "blas::gemm: {} = {} does not fit OpenBLAS's 32-bit integers", what, value);
+  return int(value);
+}
+
+}  // namespace
+
+BlasInfo blas_info() {
+  const Library& lib = library();
+  BlasInfo info;
+  info.core = lib.get_corename();
+  info.threads = lib.get_num_threads();
+  info.config = lib.get_config();
+  info.library = lib.path;
+  info.core_chosen_by_loom = !lib.core_set.empty();
+  return info;
+}
+
+void set_blas_threads(int threads) {
+  check(threads >= 1, "set_blas_threads: expected at least 1 thread, got {}", threads);
+  library().set_num_threads(threads);
+}
+
+ScopedBlasThreads::ScopedBlasThreads(int threads) : previous_(library().get_num_threads()) {
+  set_blas_threads(threads);
+}
+
+ScopedBlasThreads::~ScopedBlasThreads() { library().set_num_threads(previous_); }
+
+namespace blas {
+
+template <class T>
+void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "blas::gemm: float or double");
+  // OpenBLAS reports bad arguments on stderr and returns without computing: reject them here instead.
+  const int im = to_blas_int(m, "m"), in = to_blas_int(n, "n"), ik = to_blas_int(k, "k");
+  const std::int64_t need_a = std::max<std::int64_t>(1, transpose_a ? m : k);
+  const std::int64_t need_b = std::max<std::int64_t>(1, transpose_b ? k : n);
+  check(lda >= need_a && ldb >= need_b && ldc >= std::max<std::int64_t>(1, n),
+        "blas::gemm: leading dimensions too small for m={}, n={}, k={}: lda={} (needs >= {}), ldb={} (needs >= {}), "
+        "ldc={} (needs >= {})", m, n, k, lda, need_a, ldb, need_b, ldc, std::max<std::int64_t>(1, n));
+  const Library& lib = library();
+  const auto ta = transpose_a ? CblasTrans : CblasNoTrans;
+  const auto tb = transpose_b ? CblasTrans : CblasNoTrans;
+  const int ilda = to_blas_int(lda, "lda"), ildb = to_blas_int(ldb, "ldb"), ildc = to_blas_int(ldc, "ldc");
+  if constexpr (std::is_same_v<T, float>) lib.sgemm(CblasRowMajor, ta, tb, im, in, ik, alpha, a, ilda, b, ildb, beta, c, ildc);
+  else lib.dgemm(CblasRowMajor, ta, tb, im, in, ik, alpha, a, ilda, b, ildb, beta, c, ildc);
+}
+
+template void gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t,
+                          const float*, std::int64_t, float, float*, std::int64_t);
+template void gemm<double>(bool, bool, std::int64_t, std::int64_t, std::int64_t, double, const double*, std::int64_t,
+                           const double*, std::int64_t, double, double*, std::int64_t);
+
+void* symbol(const char* name) {
+  const Library& lib = library();
+  dlerror();
+  void* address = dlsym(lib.handle, name);
+  check(address != nullptr, "blas: OpenBLAS library '{}' has no symbol '{}'", lib.path, name);
+  return address;
+}
+
+}  // namespace blas
+
+}  // namespace loom

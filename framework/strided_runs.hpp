@@ -1,0 +1,85 @@
+#pragma once
+// Kernel helpers for reductions and axis-wise ops (reductions, softmax): a row-major walk over several
+// strided arrays at once that hands out whole inner runs, and a reduction built on it. Internal: included by
+// .cpp files only.
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "framework/shape.hpp"
+
+namespace loom::detail {
+
+/// Walks `shape` in row-major order carrying one storage position per stride set (starting at 0), and calls
+/// run(pos, step, n) for each innermost run: element j of the run is at pos[k] + j * step[k] in set k.
+/// Size-1 dimensions are dropped and dimensions contiguous in every set are merged, so runs are long.
+template <std::size_t K, class Run>
+void for_each_run(const Shape& shape, const std::array<const Strides*, K>& strides, Run&& run) {
+  if (numel(shape) == 0) return;
+  Shape dims;
+  std::array<Strides, K> st;
+  for (std::size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    bool merge = !dims.empty();
+    for (std::size_t k = 0; k < K; ++k) merge = merge && st[k].back() == (*strides[k])[d] * shape[d];
+    if (merge) {
+      dims.back() *= shape[d];
+      for (std::size_t k = 0; k < K; ++k) st[k].back() = (*strides[k])[d];
+    } else {
+      dims.push_back(shape[d]);
+      for (std::size_t k = 0; k < K; ++k) st[k].push_back((*strides[k])[d]);
+    }
+  }
+  std::array<std::int64_t, K> pos{}, step{};
+  if (dims.empty()) {
+    run(pos, step, std::int64_t{1});
+    return;
+  }
+  const std::size_t rank = dims.size();
+  for (std::size_t k = 0; k < K; ++k) step[k] = st[k][rank - 1];
+  const std::int64_t inner = dims[rank - 1];
+  const std::int64_t runs = numel(dims) / inner;
+  std::vector<std::int64_t> index(rank, 0);
+  for (std::int64_t r = 0; r < runs; ++r) {
+    run(pos, step, inner);
+    for (std::size_t d = rank - 1; d-- > 0;) {  // odometer over the outer dimensions
+      for (std::size_t k = 0; k < K; ++k) pos[k] += st[k][d];
+      if (++index[d] < dims[d]) break;
+      for (std::size_t k = 0; k < K; ++k) pos[k] -= st[k][d] * dims[d];
+      index[d] = 0;
+    }
+  }
+}
+
+/// acc[o] = combine(acc[o], x) for every element x of `in` (strides in_strides), o being its position under
+/// `to_out` (the output's strides, 0 along reduced axes). `merge(a, b)` joins two partial results and
+/// `identity` starts one: a run reduced to a single output is split over four independent accumulators so
+/// the loop is not bound by the latency of one chain of adds.
+template <class Acc, class T, class Combine, class Merge>
+void reduce_into(std::vector<Acc>& acc, const T* in, const Shape& shape, const Strides& in_strides,
+                 const Strides& to_out, Acc identity, Combine&& combine, Merge&& merge) {
+  for_each_run<2>(shape, {&in_strides, &to_out}, [&](const auto& pos, const auto& step, std::int64_t n) {
+    const T* x = in + pos[0];
+    const std::int64_t s = step[0];
+    if (step[1] != 0) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        Acc& a = acc[std::size_t(pos[1] + j * step[1])];
+        a = combine(a, x[j * s]);
+      }
+      return;
+    }
+    Acc l0 = identity, l1 = identity, l2 = identity, l3 = identity;
+    std::int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+      l0 = combine(l0, x[j * s]);
+      l1 = combine(l1, x[(j + 1) * s]);
+      l2 = combine(l2, x[(j + 2) * s]);
+      l3 = combine(l3, x[(j + 3) * s]);
+    }
+    for (; j < n; ++j) l0 = combine(l0, x[j * s]);
+    Acc& a = acc[std::size_t(pos[1])];
+    a = merge(a, merge(merge(l0, l1), merge(l2, l3)));
+  });
+}
+
+}  // namespace loom::detail
