@@ -156,8 +156,10 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, st
   const auto ta = transpose_a ? CblasTrans : CblasNoTrans;
   const auto tb = transpose_b ? CblasTrans : CblasNoTrans;
   const int ilda = to_blas_int(lda, "lda"), ildb = to_blas_int(ldb, "ldb"), ildc = to_blas_int(ldc, "ldc");
-  if constexpr (std::is_same_v<T, float>) lib.sgemm(CblasRowMajor, ta, tb, im, in, ik, alpha, a, ilda, b, ildb, beta, c, ildc);
-  else lib.dgemm(CblasRowMajor, ta, tb, im, in, ik, alpha, a, ilda, b, ildb, beta, c, ildc);
+  if constexpr (std::is_same_v<T, float>)
+    lib.sgemm(CblasRowMajor, ta, tb, im, in, ik, alpha, a, ilda, b, ildb, beta, c, ildc);
+  else
+    lib.dgemm(CblasRowMajor, ta, tb, im, in, ik, alpha, a, ilda, b, ildb, beta, c, ildc);
 }
 
 template void gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t,

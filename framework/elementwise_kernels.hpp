@@ -14,8 +14,8 @@
 #include <cstdint>
 #include <tuple>
 #include <utility>
-#include <vector>
 
+#include "framework/strided_runs.hpp"
 #include "framework/tensor.hpp"
 
 namespace loom::kernels {
@@ -28,36 +28,6 @@ inline Strides broadcast_strides(const Tensor& t, const Shape& shape) {
     if (t.shape()[d] != 1) strides[lead + d] = t.strides()[d];
   return strides;
 }
-
-/// How to walk a contiguous output of `shape` and N inputs broadcast to it: size-1 dimensions dropped and
-/// neighbouring dimensions merged where every input steps through them as through one (a bias add
-/// [B, T, C] + [C] becomes [B*T, C] with strides (0, 1) for the bias), so the innermost loop is as long as
-/// it can be.
-template <std::size_t N>
-struct BroadcastWalk {
-  Shape shape;  // outermost first, at least one dimension
-  std::array<Strides, N> strides;
-
-  BroadcastWalk(const Shape& out_shape, const std::array<const Tensor*, N>& inputs) {
-    std::array<Strides, N> full;
-    for (std::size_t k = 0; k < N; ++k) full[k] = broadcast_strides(*inputs[k], out_shape);
-    for (std::size_t d = 0; d < out_shape.size(); ++d) {
-      if (out_shape[d] == 1) continue;
-      bool merge = !shape.empty();
-      for (std::size_t k = 0; k < N && merge; ++k) merge = strides[k].back() == full[k][d] * out_shape[d];
-      if (merge) shape.back() *= out_shape[d];
-      else shape.push_back(out_shape[d]);
-      for (std::size_t k = 0; k < N; ++k) {
-        if (merge) strides[k].back() = full[k][d];
-        else strides[k].push_back(full[k][d]);
-      }
-    }
-    if (shape.empty()) {  // every dimension has size 1
-      shape.push_back(1);
-      for (auto& s : strides) s.push_back(0);
-    }
-  }
-};
 
 /// Writes f(inputs[i]...) into `out`, which must be contiguous with the broadcast shape of the inputs.
 /// Out is out's element type and In... the inputs' (given explicitly, one per input):
@@ -87,27 +57,20 @@ void map_into(const Tensor& out, F f, const Inputs&... inputs) {
     }(std::pair<const In*, std::int64_t>{inputs.template data<In>(), inputs.numel() == 1 ? 0 : 1}...);
     return;
   }
-  // General broadcast over strided views: an odometer over the outer dimensions, a strided inner loop.
-  const BroadcastWalk<N> walk(out.shape(), {&inputs...});
-  const std::size_t rank = walk.shape.size();
-  const std::int64_t inner = walk.shape.back();
+  // General broadcast over strided views: one walk over out and every input (strided_runs.hpp), whose
+  // innermost runs are as long as the merged dimensions allow (a bias add [B, T, C] + [C] runs over C).
+  const Strides out_strides = contiguous_strides(out.shape());
+  const std::array<Strides, N> in_strides{broadcast_strides(inputs, out.shape())...};
+  std::array<const Strides*, N + 1> sets{&out_strides};
+  for (std::size_t k = 0; k < N; ++k) sets[k + 1] = &in_strides[k];
   const std::tuple<const In*...> base{inputs.template data<In>()...};
-  std::array<std::int64_t, N> at{};  // each input's position, in elements from its first one
-  std::vector<std::int64_t> index(rank, 0);
-  for (std::int64_t start = 0; start < n; start += inner) {
+  detail::for_each_run<N + 1>(out.shape(), sets, [&](const auto& pos, const auto& step, std::int64_t len) {
     [&]<std::size_t... K>(std::index_sequence<K...>) {
-      const std::tuple<const In*...> row{std::get<K>(base) + at[K]...};
-      const std::array<std::int64_t, N> step{walk.strides[K].back()...};
-      Out* dst = o + start;
-      for (std::int64_t j = 0; j < inner; ++j) dst[j] = f(std::get<K>(row)[j * step[K]]...);
+      Out* dst = o + pos[0];  // out is contiguous: its runs have step 1
+      const std::tuple<const In*...> row{std::get<K>(base) + pos[K + 1]...};
+      for (std::int64_t j = 0; j < len; ++j) dst[j] = f(std::get<K>(row)[j * step[K + 1]]...);
     }(std::make_index_sequence<N>{});
-    for (std::size_t d = rank - 1; d-- > 0;) {
-      for (std::size_t k = 0; k < N; ++k) at[k] += walk.strides[k][d];
-      if (++index[d] < walk.shape[d]) break;
-      for (std::size_t k = 0; k < N; ++k) at[k] -= walk.strides[k][d] * walk.shape[d];
-      index[d] = 0;
-    }
-  }
+  });
 }
 
 }  // namespace loom::kernels

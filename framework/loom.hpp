@@ -1,6 +1,7 @@
 #pragma once
 // The whole public API of loom.
 #include "framework/blas.hpp"
+#include "framework/cpu_features.hpp"
 #include "framework/dtype.hpp"
 #include "framework/error.hpp"
 #include "framework/gradcheck.hpp"

@@ -48,7 +48,9 @@ Tensor arithmetic(const Tensor& a, const Tensor& b, const char* op, F f) {
   check_same_dtype(a, b, op);
   check_floating(a, op);
   Tensor y = broadcast_output(a, b, a.dtype(), op);
-  visit_floating(a.dtype(), op, [&]<class T>() { kernels::map_into<T, T, T>(y, [f](T u, T v) -> T { return f(u, v); }, a, b); });
+  visit_floating(a.dtype(), op, [&]<class T>() {
+    kernels::map_into<T, T, T>(y, [f](T u, T v) -> T { return f(u, v); }, a, b);
+  });
   return y;
 }
 
@@ -57,7 +59,9 @@ template <class F>
 Tensor unary(const Tensor& x, const char* op, F f) {
   check_floating(x, op);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  visit_floating(x.dtype(), op, [&]<class T>() { kernels::map_into<T, T>(y, [f](T v) -> T { return f(v); }, x); });
+  visit_floating(x.dtype(), op, [&]<class T>() {
+    kernels::map_into<T, T>(y, [f](T v) -> T { return f(v); }, x);
+  });
   return y;
 }
 
@@ -235,7 +239,8 @@ Tensor clip(const Tensor& x, double lo, double hi) {
   });
   if (autograd::needs_recording({&x}))
     autograd::record("clip", {x}, {y}, [x, lo, hi](const Grads& g) {
-      return Grads{pass_where(logical_and(greater_equal(x, scalar_like(lo, x)), less_equal(x, scalar_like(hi, x))), g[0])};
+      return Grads{
+          pass_where(logical_and(greater_equal(x, scalar_like(lo, x)), less_equal(x, scalar_like(hi, x))), g[0])};
     });
   return y;
 }
@@ -274,19 +279,21 @@ Tensor sigmoid(const Tensor& x) {
 Tensor relu(const Tensor& x) {
   Tensor y = unary(x, "relu", [](auto v) { return v < 0 ? decltype(v)(0) : v; });  // NaN stays NaN
   if (autograd::needs_recording({&x}))  // gradient 0 at x == 0, as Keras and PyTorch
-    autograd::record("relu", {x}, {y}, [y](const Grads& g) { return Grads{pass_where(greater(y, scalar_like(0.0, y)), g[0])}; });
+    autograd::record("relu", {x}, {y},
+                     [y](const Grads& g) { return Grads{pass_where(greater(y, scalar_like(0.0, y)), g[0])}; });
   return y;
 }
 
 Tensor gelu(const Tensor& x, bool approximate) {
-  Tensor y = approximate ? unary(x, "gelu", [](auto v) {
-                             using T = decltype(v);
-                             return T(0.5) * v * (T(1) + std::tanh(T(kGeluTanhScale) * (v + T(kGeluTanhCubic) * v * v * v)));
-                           })
-                         : unary(x, "gelu", [](auto v) {
-                             using T = decltype(v);
-                             return T(0.5) * v * (T(1) + std::erf(v * T(std::numbers::sqrt2 / 2)));
-                           });
+  const auto tanh_form = [](auto v) {
+    using T = decltype(v);
+    return T(0.5) * v * (T(1) + std::tanh(T(kGeluTanhScale) * (v + T(kGeluTanhCubic) * v * v * v)));
+  };
+  const auto erf_form = [](auto v) {
+    using T = decltype(v);
+    return T(0.5) * v * (T(1) + std::erf(v * T(std::numbers::sqrt2 / 2)));
+  };
+  Tensor y = approximate ? unary(x, "gelu", tanh_form) : unary(x, "gelu", erf_form);
   if (!autograd::needs_recording({&x})) return y;
   if (approximate) {
     // y = x/2 (1 + t), t = tanh(c (x + k x^3));  dy/dx = (1 + t)/2 + x/2 (1 - t^2) c (1 + 3k x^2)
@@ -309,15 +316,21 @@ Tensor gelu(const Tensor& x, bool approximate) {
 
 // ---- comparisons ----
 
-Tensor equal(const Tensor& a, const Tensor& b) { return compare(a, b, "equal", [](auto u, auto v) { return u == v; }); }
+Tensor equal(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "equal", [](auto u, auto v) { return u == v; });
+}
 Tensor not_equal(const Tensor& a, const Tensor& b) {
   return compare(a, b, "not_equal", [](auto u, auto v) { return u != v; });
 }
-Tensor less(const Tensor& a, const Tensor& b) { return compare(a, b, "less", [](auto u, auto v) { return u < v; }); }
+Tensor less(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "less", [](auto u, auto v) { return u < v; });
+}
 Tensor less_equal(const Tensor& a, const Tensor& b) {
   return compare(a, b, "less_equal", [](auto u, auto v) { return u <= v; });
 }
-Tensor greater(const Tensor& a, const Tensor& b) { return compare(a, b, "greater", [](auto u, auto v) { return u > v; }); }
+Tensor greater(const Tensor& a, const Tensor& b) {
+  return compare(a, b, "greater", [](auto u, auto v) { return u > v; });
+}
 Tensor greater_equal(const Tensor& a, const Tensor& b) {
   return compare(a, b, "greater_equal", [](auto u, auto v) { return u >= v; });
 }
@@ -330,7 +343,8 @@ Tensor logical_or(const Tensor& a, const Tensor& b) {
 }
 Tensor logical_not(const Tensor& x) {
   check_defined(x, "logical_not");
-  check(x.dtype() == DType::boolean, "logical_not: expected a boolean tensor, got {} of shape {}", x.dtype(), x.shape());
+  check(x.dtype() == DType::boolean, "logical_not: expected a boolean tensor, got {} of shape {}", x.dtype(),
+        x.shape());
   Tensor out = Tensor::empty(x.shape(), DType::boolean);
   kernels::map_into<bool, bool>(out, [](bool v) { return !v; }, x);
   return out;
@@ -381,11 +395,13 @@ Tensor cast(const Tensor& x, DType dtype) {
         kernels::map_into<bool, From>(y, [](From v) { return v != From{}; }, x);
       } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
         // Truncates toward zero, as NumPy's astype; a value with no i64 counterpart is an error, not garbage.
-        kernels::map_into<To, From>(y, [&x](From v) {
-          check(v >= From(-0x1p63) && v < From(0x1p63), "cast: the {} value {} of a tensor of shape {} does not fit in {}",
-                x.dtype(), v, x.shape(), dtype_of<To>());
+        const auto to_integer = [&x](From v) {
+          check(v >= From(-0x1p63) && v < From(0x1p63),
+                "cast: the {} value {} of a tensor of shape {} does not fit in {}", x.dtype(), v, x.shape(),
+                dtype_of<To>());
           return static_cast<To>(v);
-        }, x);
+        };
+        kernels::map_into<To, From>(y, to_integer, x);
       } else {
         kernels::map_into<To, From>(y, [](From v) { return static_cast<To>(v); }, x);
       }

@@ -36,7 +36,7 @@ Tensor relu(const Tensor& x);
 /// approximate = false: x * Phi(x) with the exact erf; true: the tanh approximation (Keras approximate=True).
 Tensor gelu(const Tensor& x, bool approximate = false);
 
-// ---- comparisons: boolean results, never differentiated ----
+// ---- comparisons: f32, f64 or i64 operands of one dtype, boolean results, never differentiated ----
 Tensor equal(const Tensor& a, const Tensor& b);
 Tensor not_equal(const Tensor& a, const Tensor& b);
 Tensor less(const Tensor& a, const Tensor& b);
@@ -48,12 +48,15 @@ Tensor logical_or(const Tensor& a, const Tensor& b);
 Tensor logical_not(const Tensor& x);
 
 // ---- selection ----
-/// Elementwise condition ? a : b; condition is boolean, the three shapes broadcast together.
+/// Elementwise condition ? a : b; condition is boolean, a and b share a dtype (any), the three shapes
+/// broadcast together. Differentiable in a and b.
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 /// x with `value` wherever mask (boolean, broadcastable to x) is true.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
-/// Converts to `dtype`; differentiable between f32 and f64 (the gradient is cast back).
+/// Converts to `dtype`; differentiable between f32 and f64 (the gradient is cast back). To bool: nonzero;
+/// from bool: 0 or 1; float to i64 truncates toward zero, and NaN, inf or values out of i64's range are an
+/// error. Casting to the tensor's own dtype returns it unchanged (no copy).
 Tensor cast(const Tensor& x, DType dtype);
 
 }  // namespace loom::ops

@@ -140,7 +140,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     Shape promoted = batch;  // the result with the 1-D operands' added axes kept
     promoted.push_back(m);
     promoted.push_back(n);
-    autograd::record("matmul", {a, b}, {out}, [a, b, promoted, k, n, rows = numel(batch) * m](const std::vector<Tensor>& g) {
+    const std::int64_t rows = numel(batch) * m;
+    autograd::record("matmul", {a, b}, {out}, [a, b, promoted, k, n, rows](const std::vector<Tensor>& g) {
       const Tensor a2 = a.ndim() == 1 ? ops::expand_dims(a, 0) : a;
       const Tensor b2 = b.ndim() == 1 ? ops::expand_dims(b, 1) : b;
       const Tensor g2 = g[0].shape() == promoted ? g[0] : ops::reshape(g[0], promoted);
@@ -248,8 +249,9 @@ Equation parse_equation(const std::string& equation, const Tensor& a, const Tens
   for (std::size_t p = 0; p < e.a.size(); ++p) {
     const auto q = e.b.find(e.a[p]);
     if (q != std::string::npos)
-      check(a.shape()[p] == b.shape()[q], "einsum: index '{}' has size {} in operand 0 {} but {} in operand 1 {} ('{}')",
-            e.a[p], a.shape()[p], a.shape(), b.shape()[q], b.shape(), equation);
+      check(a.shape()[p] == b.shape()[q],
+            "einsum: index '{}' has size {} in operand 0 {} but {} in operand 1 {} ('{}')", e.a[p], a.shape()[p],
+            a.shape(), b.shape()[q], b.shape(), equation);
   }
   return e;
 }

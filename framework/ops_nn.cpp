@@ -9,41 +9,69 @@
 #include "framework/ops_reduction.hpp"
 #include "framework/random.hpp"
 #include "framework/strided.hpp"
+#include "framework/strided_runs.hpp"
 #include "framework/tape.hpp"
 
 namespace loom::ops {
 
 namespace {
 
-/// Calls lane(in, in_stride, out, out_stride, n) for every lane of x along `axis` (x may have any strides);
-/// `out` points at the same lane of the fresh contiguous result, which is returned.
-template <class T, class Lane>
-Tensor map_lanes(const Tensor& x, std::int64_t axis, Lane&& lane) {
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
-  const auto a = std::size_t(axis);
-  const std::int64_t n = x.shape()[a];
-  std::int64_t inner = 1;  // the output's stride along the axis
-  for (std::size_t d = a + 1; d < x.shape().size(); ++d) inner *= x.shape()[d];
-  Shape lanes = x.shape();
-  lanes[a] = 1;
+/// softmax (or log_softmax) of x along `axis`, slab by slab: a slab is one index of the dimensions before the
+/// axis, i.e. a [n, trailing...] block. For the last axis a slab is one row and stays in cache; for an outer
+/// axis every pass streams through the slab in memory order instead of walking strided lanes.
+template <class T, bool log>
+Tensor softmax_kernel(const Tensor& x, std::size_t axis) {
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  const Shape& shape = x.shape();
+  Tensor y = Tensor::empty(shape, x.dtype());
+  const auto at_axis = std::ptrdiff_t(axis);
+  const Shape outer(shape.begin(), shape.begin() + at_axis), slab(shape.begin() + at_axis, shape.end());
+  const Strides outer_strides(x.strides().begin(), x.strides().begin() + at_axis);
+  const Strides in_strides(x.strides().begin() + at_axis, x.strides().end());
+  const Strides out_strides = contiguous_strides(slab);
+  Shape lanes = slab;  // one lane per trailing index
+  lanes[0] = 1;
+  Strides to_lane = contiguous_strides(lanes);
+  to_lane[0] = 0;
+  const std::int64_t slab_size = numel(slab);
+  if (slab_size == 0) return y;
+
+  const detail::RunWalk<2> in_lanes(slab, {&in_strides, &to_lane}), out_lanes(slab, {&out_strides, &to_lane});
+  const detail::RunWalk<3> in_out_lanes(slab, {&in_strides, &out_strides, &to_lane});
+  std::vector<T> shift(std::size_t(numel(lanes)));
+  std::vector<double> total(shift.size());  // float32 sums in double
+  const auto max_nan = [](T a, T v) { return v > a || std::isnan(v) ? (std::isnan(a) ? a : v) : a; };
+  const auto plus = [](double a, auto v) { return a + double(v); };
+  const auto plus_exp = [](double a, T v) { return a + double(std::exp(v)); };
   const T* in = x.data<T>();
   T* out = y.data<T>();
-  if (n > 0)
-    for_each_strided(lanes, x.strides(), 0, [&](std::int64_t i, std::int64_t at) {
-      lane(in + at, x.strides()[a], out + (i / inner) * n * inner + i % inner, inner, n);
+  for_each_strided(outer, outer_strides, 0, [&](std::int64_t o, std::int64_t at) {
+    const T* xs = in + at;
+    T* ys = out + o * slab_size;
+    std::fill(shift.begin(), shift.end(), -inf);
+    detail::reduce_into(shift, xs, in_lanes, -inf, max_nan, max_nan);
+    // An all -inf lane shifts by 0, so exp(-inf - 0) = 0 rather than exp(-inf + inf) = NaN.
+    for (T& m : shift) m = m == -inf ? T(0) : m;
+    in_out_lanes([&](const auto& pos, const auto& step, std::int64_t n) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        const T v = xs[pos[0] + j * step[0]] - shift[std::size_t(pos[2] + j * step[2])];
+        ys[pos[1] + j * step[1]] = log ? v : std::exp(v);
+      }
     });
+    std::fill(total.begin(), total.end(), 0.0);
+    if constexpr (log) detail::reduce_into(total, static_cast<const T*>(ys), out_lanes, 0.0, plus_exp, plus);
+    else detail::reduce_into(total, static_cast<const T*>(ys), out_lanes, 0.0, plus, plus);
+    // softmax divides by the total, log_softmax subtracts its log; an all -inf lane (total 0) stays 0 / -inf.
+    for (double& t : total) t = t == 0.0 ? 0.0 : (log ? std::log(t) : 1.0 / t);
+    out_lanes([&](const auto& pos, const auto& step, std::int64_t n) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        T& v = ys[pos[0] + j * step[0]];
+        const T f = T(total[std::size_t(pos[1] + j * step[1])]);
+        v = log ? v - f : v * f;
+      }
+    });
+  });
   return y;
-}
-
-/// The lane's max, NaN if it holds one (so NaN propagates instead of being skipped).
-template <class T>
-T lane_max(const T* in, std::int64_t stride, std::int64_t n) {
-  T m = -std::numeric_limits<T>::infinity();
-  for (std::int64_t k = 0; k < n; ++k) {
-    const T v = in[k * stride];
-    if (v > m || std::isnan(v)) m = std::isnan(m) ? m : v;
-  }
-  return m;
 }
 
 std::int64_t softmax_axis(const Tensor& x, std::int64_t axis, std::string_view op) {
@@ -55,20 +83,8 @@ std::int64_t softmax_axis(const Tensor& x, std::int64_t axis, std::string_view o
 
 Tensor softmax(const Tensor& x, std::int64_t axis) {
   const std::int64_t a = softmax_axis(x, axis, "softmax");
-  Tensor y = visit_floating(x.dtype(), "softmax", [&]<class T>() {
-    return map_lanes<T>(x, a, [](const T* in, std::int64_t si, T* out, std::int64_t so, std::int64_t n) {
-      const T m = lane_max(in, si, n);
-      if (m == -std::numeric_limits<T>::infinity()) return;  // all -inf: zeros (the output starts zeroed)
-      double total = 0.0;  // float32 sums in double
-      for (std::int64_t k = 0; k < n; ++k) {
-        const T e = std::exp(in[k * si] - m);
-        out[k * so] = e;
-        total += double(e);
-      }
-      const T inv = T(1.0 / total);
-      for (std::int64_t k = 0; k < n; ++k) out[k * so] *= inv;
-    });
-  });
+  Tensor y =
+      visit_floating(x.dtype(), "softmax", [&]<class T>() { return softmax_kernel<T, false>(x, std::size_t(a)); });
   if (autograd::needs_recording({&x}))
     autograd::record("softmax", {x}, {y}, [y, a](const std::vector<Tensor>& g) {
       return std::vector<Tensor>{mul(y, sub(g[0], sum(mul(g[0], y), {a}, /*keepdims=*/true)))};
@@ -78,19 +94,8 @@ Tensor softmax(const Tensor& x, std::int64_t axis) {
 
 Tensor log_softmax(const Tensor& x, std::int64_t axis) {
   const std::int64_t a = softmax_axis(x, axis, "log_softmax");
-  Tensor y = visit_floating(x.dtype(), "log_softmax", [&]<class T>() {
-    return map_lanes<T>(x, a, [](const T* in, std::int64_t si, T* out, std::int64_t so, std::int64_t n) {
-      const T m = lane_max(in, si, n);
-      if (m == -std::numeric_limits<T>::infinity()) {  // all -inf: log(0) = -inf everywhere
-        for (std::int64_t k = 0; k < n; ++k) out[k * so] = m;
-        return;
-      }
-      double total = 0.0;
-      for (std::int64_t k = 0; k < n; ++k) total += std::exp(double(in[k * si] - m));
-      const T log_total = T(std::log(total));
-      for (std::int64_t k = 0; k < n; ++k) out[k * so] = (in[k * si] - m) - log_total;
-    });
-  });
+  Tensor y = visit_floating(x.dtype(), "log_softmax",
+                           [&]<class T>() { return softmax_kernel<T, true>(x, std::size_t(a)); });
   if (autograd::needs_recording({&x}))
     autograd::record("log_softmax", {x}, {y}, [y, a](const std::vector<Tensor>& g) {
       return std::vector<Tensor>{sub(g[0], mul(exp(y), sum(g[0], {a}, /*keepdims=*/true)))};

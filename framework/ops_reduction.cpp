@@ -62,7 +62,10 @@ const auto plus = [](double a, auto v) { return a + double(v); };
 
 /// NaN-propagating max or min, as NumPy: once NaN, always NaN.
 template <bool is_max>
-const auto extreme = [](auto a, auto v) { return (is_max ? v > a : v < a) || std::isnan(v) ? (std::isnan(a) ? a : v) : a; };
+const auto extreme = [](auto a, auto v) {
+  if (std::isnan(a)) return a;
+  return (is_max ? v > a : v < a) || std::isnan(v) ? v : a;
+};
 
 template <class T, class Acc>
 Tensor to_tensor(const std::vector<Acc>& values, const Shape& shape) {
@@ -81,7 +84,6 @@ Tensor sum_kernel(const Tensor& x, const Plan& p, std::string_view op, double sc
   });
 }
 
-/// NaN-propagating max or min, as NumPy.
 template <bool is_max>
 Tensor extremum_kernel(const Tensor& x, const Plan& p, std::string_view op) {
   return visit_floating(x.dtype(), op, [&]<class T>() {
@@ -200,7 +202,7 @@ Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
         const auto o = std::size_t(pos[1] + j * step[1]);
         if (std::isfinite(shift[o])) total[o] += double(std::exp(in[pos[0] + j * step[0]] - shift[o]));
       }
-    });
+    }, /*memory_order=*/true);
     for (std::size_t i = 0; i < shift.size(); ++i) {
       any_dead = any_dead || shift[i] == -std::numeric_limits<T>::infinity();
       if (std::isfinite(shift[i])) total[i] = double(shift[i]) + std::log(total[i]);

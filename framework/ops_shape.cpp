@@ -13,7 +13,9 @@ namespace loom::ops {
 
 namespace {
 
-void check_defined(const Tensor& x, std::string_view op) { check(x.defined(), "{}: the input tensor is undefined", op); }
+void check_defined(const Tensor& x, std::string_view op) {
+  check(x.defined(), "{}: the input tensor is undefined", op);
+}
 
 void check_indices_tensor(const Tensor& indices, std::string_view op) {
   check(indices.defined(), "{}: the indices tensor is undefined", op);
@@ -25,7 +27,7 @@ void check_indices_tensor(const Tensor& indices, std::string_view op) {
 // Copies and gathers read and write through arbitrary strides (views, 0-stride broadcasts). Plain loops rather
 // than xtensor: a walk first simplifies the geometry (drops size-1 dimensions, merges dimensions that are
 // contiguous for every operand), so a contiguous or row-contiguous copy becomes a few long rows that
-// std::copy_n turns into memcpy, and an index is read once per row instead of once per element.
+// std::copy_n turns into memcpy.
 
 template <std::size_t N>
 struct Walk {
@@ -115,7 +117,7 @@ void copy_strided(T* dst, const Strides& dst_strides, const T* src, const Stride
     T* d = dst + at[0];
     const T* s = src + at[1];
     if (ds == 1 && ss == 1) std::copy_n(s, n, d);
-    else for (std::int64_t j = 0; j < n; ++j) d[j * ds] = s[j * ss];
+    else for (std::int64_t c = 0; c < n; ++c) d[c * ds] = s[c * ss];
   });
 }
 

@@ -2,7 +2,9 @@
 // Kernel helpers for reductions and axis-wise ops (reductions, softmax): a row-major walk over several
 // strided arrays at once that hands out whole inner runs, and a reduction built on it. Internal: included by
 // .cpp files only.
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <cstdint>
 #include <vector>
 
@@ -10,55 +12,85 @@
 
 namespace loom::detail {
 
-/// Walks `shape` in row-major order carrying one storage position per stride set (starting at 0), and calls
-/// run(pos, step, n) for each innermost run: element j of the run is at pos[k] + j * step[k] in set k.
-/// Size-1 dimensions are dropped and dimensions contiguous in every set are merged, so runs are long.
+/// A row-major walk over `shape` carrying one storage position per stride set (starting at 0). Calling it
+/// with run(pos, step, n) visits each innermost run: element j of the run is at pos[k] + j * step[k] in set
+/// k. Size-1 dimensions are dropped and dimensions contiguous in every set are merged, so runs are long.
+/// Built once, a walk can be replayed (e.g. once per slab) at no further set-up cost.
+template <std::size_t K>
+class RunWalk {
+ public:
+  /// memory_order: visit in the storage order of the first stride set (largest stride outermost) instead of
+  /// row-major, for order-free work such as sums over a transposed view.
+  RunWalk(const Shape& shape, const std::array<const Strides*, K>& strides, bool memory_order = false)
+      : empty_(numel(shape) == 0) {
+    std::vector<std::size_t> order(shape.size());
+    for (std::size_t d = 0; d < order.size(); ++d) order[d] = d;
+    if (memory_order)
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return std::abs((*strides[0])[a]) > std::abs((*strides[0])[b]);
+      });
+    for (std::size_t d : order) {
+      if (shape[d] == 1) continue;
+      bool merge = !dims_.empty();
+      for (std::size_t k = 0; k < K; ++k) merge = merge && st_[k].back() == (*strides[k])[d] * shape[d];
+      if (merge) {
+        dims_.back() *= shape[d];
+        for (std::size_t k = 0; k < K; ++k) st_[k].back() = (*strides[k])[d];
+      } else {
+        dims_.push_back(shape[d]);
+        for (std::size_t k = 0; k < K; ++k) st_[k].push_back((*strides[k])[d]);
+      }
+    }
+  }
+
+  template <class Run>
+  void operator()(Run&& run) const {
+    if (empty_) return;
+    std::array<std::int64_t, K> pos{}, step{};
+    if (dims_.empty()) {
+      run(pos, step, std::int64_t{1});
+      return;
+    }
+    const std::size_t rank = dims_.size();
+    for (std::size_t k = 0; k < K; ++k) step[k] = st_[k][rank - 1];
+    const std::int64_t inner = dims_[rank - 1];
+    if (rank == 1) {
+      run(pos, step, inner);
+      return;
+    }
+    const std::int64_t runs = numel(dims_) / inner;
+    std::vector<std::int64_t> index(rank, 0);
+    for (std::int64_t r = 0; r < runs; ++r) {
+      run(pos, step, inner);
+      for (std::size_t d = rank - 1; d-- > 0;) {  // odometer over the outer dimensions
+        for (std::size_t k = 0; k < K; ++k) pos[k] += st_[k][d];
+        if (++index[d] < dims_[d]) break;
+        for (std::size_t k = 0; k < K; ++k) pos[k] -= st_[k][d] * dims_[d];
+        index[d] = 0;
+      }
+    }
+  }
+
+ private:
+  bool empty_;
+  Shape dims_;
+  std::array<Strides, K> st_;
+};
+
 template <std::size_t K, class Run>
-void for_each_run(const Shape& shape, const std::array<const Strides*, K>& strides, Run&& run) {
-  if (numel(shape) == 0) return;
-  Shape dims;
-  std::array<Strides, K> st;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    bool merge = !dims.empty();
-    for (std::size_t k = 0; k < K; ++k) merge = merge && st[k].back() == (*strides[k])[d] * shape[d];
-    if (merge) {
-      dims.back() *= shape[d];
-      for (std::size_t k = 0; k < K; ++k) st[k].back() = (*strides[k])[d];
-    } else {
-      dims.push_back(shape[d]);
-      for (std::size_t k = 0; k < K; ++k) st[k].push_back((*strides[k])[d]);
-    }
-  }
-  std::array<std::int64_t, K> pos{}, step{};
-  if (dims.empty()) {
-    run(pos, step, std::int64_t{1});
-    return;
-  }
-  const std::size_t rank = dims.size();
-  for (std::size_t k = 0; k < K; ++k) step[k] = st[k][rank - 1];
-  const std::int64_t inner = dims[rank - 1];
-  const std::int64_t runs = numel(dims) / inner;
-  std::vector<std::int64_t> index(rank, 0);
-  for (std::int64_t r = 0; r < runs; ++r) {
-    run(pos, step, inner);
-    for (std::size_t d = rank - 1; d-- > 0;) {  // odometer over the outer dimensions
-      for (std::size_t k = 0; k < K; ++k) pos[k] += st[k][d];
-      if (++index[d] < dims[d]) break;
-      for (std::size_t k = 0; k < K; ++k) pos[k] -= st[k][d] * dims[d];
-      index[d] = 0;
-    }
-  }
+void for_each_run(const Shape& shape, const std::array<const Strides*, K>& strides, Run&& run,
+                  bool memory_order = false) {
+  RunWalk<K>(shape, strides, memory_order)(run);
 }
 
-/// acc[o] = combine(acc[o], x) for every element x of `in` (strides in_strides), o being its position under
-/// `to_out` (the output's strides, 0 along reduced axes). `merge(a, b)` joins two partial results and
+/// acc[o] = combine(acc[o], x) for every element x of `in`, o being its position in the walk's second
+/// stride set (the output's strides, 0 along reduced axes). `merge(a, b)` joins two partial results and
 /// `identity` starts one: a run reduced to a single output is split over four independent accumulators so
 /// the loop is not bound by the latency of one chain of adds.
 template <class Acc, class T, class Combine, class Merge>
-void reduce_into(std::vector<Acc>& acc, const T* in, const Shape& shape, const Strides& in_strides,
-                 const Strides& to_out, Acc identity, Combine&& combine, Merge&& merge) {
-  for_each_run<2>(shape, {&in_strides, &to_out}, [&](const auto& pos, const auto& step, std::int64_t n) {
+void reduce_into(std::vector<Acc>& acc, const T* in, const RunWalk<2>& walk, Acc identity, Combine&& combine,
+                 Merge&& merge) {
+  walk([&](const auto& pos, const auto& step, std::int64_t n) {
     const T* x = in + pos[0];
     const std::int64_t s = step[0];
     if (step[1] != 0) {
@@ -80,6 +112,13 @@ void reduce_into(std::vector<Acc>& acc, const T* in, const Shape& shape, const S
     Acc& a = acc[std::size_t(pos[1])];
     a = merge(a, merge(merge(l0, l1), merge(l2, l3)));
   });
+}
+
+/// The same over `in` of this shape and strides, walked in memory order.
+template <class Acc, class T, class Combine, class Merge>
+void reduce_into(std::vector<Acc>& acc, const T* in, const Shape& shape, const Strides& in_strides,
+                 const Strides& to_out, Acc identity, Combine&& combine, Merge&& merge) {
+  reduce_into(acc, in, RunWalk<2>(shape, {&in_strides, &to_out}, /*memory_order=*/true), identity, combine, merge);
 }
 
 }  // namespace loom::detail

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "framework/ops.hpp"
 
@@ -32,6 +33,19 @@ struct TapeRecorder {
   }
 };
 
+// ---- TensorIdSet ----
+
+bool TensorIdSet::contains(std::uint64_t id) const { return std::binary_search(ids_.begin(), ids_.end(), id); }
+
+void TensorIdSet::insert(std::uint64_t id) {
+  if (ids_.empty() || id > ids_.back()) {
+    ids_.push_back(id);
+    return;
+  }
+  auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
+  if (*it != id) ids_.insert(it, id);
+}
+
 // ---- GradientTape ----
 
 GradientTape::GradientTape(bool persistent, bool watch_accessed_variables)
@@ -56,7 +70,7 @@ void GradientTape::watch(const std::vector<Tensor>& ts) {
 }
 
 bool GradientTape::tracks(const Tensor& t) const {
-  return t.defined() && (tracked_.count(t.id()) != 0 || (watch_accessed_variables_ && t.impl().trainable));
+  return t.defined() && (tracked_.contains(t.id()) || (watch_accessed_variables_ && t.impl().trainable));
 }
 
 GradientTape::StopRecording::StopRecording(GradientTape& tape) : tape_(tape) { ++tape_.paused_; }
@@ -119,7 +133,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       output_grads.push_back(it != grads.end() ? it->second : Tensor::zeros(out.shape, out.dtype));
     }
     if (!any) continue;
-    std::vector<Tensor> input_grads = (*node.backward)(output_grads);
+    std::vector<Tensor> input_grads = node.backward(output_grads);
     check(input_grads.size() == node.inputs.size(), "GradientTape.gradient: the backward rule of '{}' returned {} "
           "gradients for {} inputs", node.op, input_grads.size(), node.inputs.size());
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
@@ -189,14 +203,14 @@ void record(const char* op, const std::vector<Tensor>& inputs, const std::vector
   const auto last = std::find_if(state.tapes.rbegin(), state.tapes.rend(), wants_any);
   if (last == state.tapes.rend()) return;
 
-  TapeNode node{op, {}, {}, std::make_shared<const BackwardFn>(std::move(backward))};
+  TapeNode node{op, {}, {}, std::move(backward)};
   node.inputs.reserve(inputs.size());
   for (const Tensor& t : inputs)
     node.inputs.push_back(t.defined() ? TensorMeta{t.id(), t.dtype(), t.shape()} : TensorMeta{0, DType::f32, {}});
   node.outputs.reserve(outputs.size());
   for (const Tensor& t : outputs) node.outputs.push_back(TensorMeta{t.id(), t.dtype(), t.shape()});
-  // Outer tapes that want the node get copies (they share the backward closure); the innermost one takes
-  // it by move, so the common single-tape case copies nothing.
+  // Outer tapes that want the node get copies (the closure's captured tensors are shared handles); the
+  // innermost one takes it by move, so the common single-tape case copies nothing.
   for (auto it = state.tapes.begin(); *it != *last; ++it)
     if (wants_any(*it)) TapeRecorder::append(**it, TapeNode(node), outputs);
   TapeRecorder::append(**last, std::move(node), outputs);

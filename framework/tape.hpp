@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <unordered_set>
 #include <vector>
 
 #include "framework/tensor.hpp"
@@ -36,11 +35,23 @@ struct TapeNode {
   const char* op;
   std::vector<TensorMeta> inputs;
   std::vector<TensorMeta> outputs;
-  std::shared_ptr<const BackwardFn> backward;
+  BackwardFn backward;
 };
 
 /// What gradient() returns for a source the target does not depend on.
 enum class UnconnectedGradients { zero, none };
+
+/// The ids a tape tracks, as a sorted vector: ops create ids in increasing order, so inserting an op's
+/// output is an append, and a lookup is a binary search with no per-id allocation (unlike a hash set).
+class TensorIdSet {
+ public:
+  bool contains(std::uint64_t id) const;
+  void insert(std::uint64_t id);
+  void clear() { ids_.clear(); }
+
+ private:
+  std::vector<std::uint64_t> ids_;
+};
 
 class GradientTape {
  public:
@@ -87,7 +98,7 @@ class GradientTape {
   bool used_ = false;
   int paused_ = 0;
   std::vector<TapeNode> nodes_;
-  std::unordered_set<std::uint64_t> tracked_;  // ids watched or produced by a recorded node
+  TensorIdSet tracked_;  // ids watched or produced by a recorded node
 };
 
 /// RAII: nothing is recorded on this thread while it lives (optimizer updates, numeric gradcheck passes).

@@ -23,7 +23,9 @@
 
 namespace loom {
 
-/// One 64-byte aligned, zero-initialised allocation. Never resized; shared by a tensor and its views.
+/// One 64-byte aligned, zero-initialised buffer. Never resized; shared by a tensor and its views. Small
+/// buffers live inside the Storage object itself, so a small tensor costs one allocation fewer (the fixed
+/// cost of an op on tiny tensors is mostly allocation).
 class Storage {
  public:
   explicit Storage(std::size_t bytes);
@@ -34,8 +36,12 @@ class Storage {
   std::size_t bytes() const { return bytes_; }
 
  private:
+  static constexpr std::size_t kInlineBytes = 256;
   std::byte* data_;
   std::size_t bytes_;
+  // Aligned by hand inside the object: an alignas(64) member would send every Storage through the slow
+  // aligned-allocation path of malloc.
+  std::byte inline_[kInlineBytes + 63];
 };
 
 /// What a Tensor handle points to. `id` is unique for the life of the process and never reused: tapes and
@@ -113,11 +119,15 @@ class Tensor {
   Tensor slice(std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const;
   Tensor broadcast_to(const Shape& shape) const;
 
-  TensorImpl& impl() const;
+  TensorImpl& impl() const {
+    if (!impl_) throw_undefined();
+    return *impl_;
+  }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
   explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
 
  private:
+  [[noreturn]] static void throw_undefined();
   std::shared_ptr<TensorImpl> impl_;
 };
 

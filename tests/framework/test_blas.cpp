@@ -47,7 +47,8 @@ std::vector<T> naive_gemm(bool ta, bool tb, int m, int n, int k, T alpha, const 
   for (int i = 0; i < m; ++i)
     for (int j = 0; j < n; ++j) {
       T sum = 0;
-      for (int p = 0; p < k; ++p) sum += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
+      for (int p = 0; p < k; ++p)
+        sum += (ta ? a[p * lda + i] : a[i * lda + p]) * (tb ? b[j * ldb + p] : b[p * ldb + j]);
       c[i * ldc + j] = alpha * sum + beta * c[i * ldc + j];
     }
   return c;

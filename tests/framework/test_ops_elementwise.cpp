@@ -1,6 +1,5 @@
-#include <catch2/catch.hpp>
-
 #include <algorithm>
+#include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -106,7 +105,8 @@ TEST_CASE("unary ops match the std:: functions", "[elementwise]") {
     CHECK(y.dtype() == DType::f64);
     auto in = values(x);
     auto out = values(y);
-    for (std::size_t i = 0; i < in.size(); ++i) CHECK(out[i] == Approx(op.reference(in[i])).epsilon(1e-12).margin(1e-15));
+    for (std::size_t i = 0; i < in.size(); ++i)
+      CHECK(out[i] == Approx(op.reference(in[i])).epsilon(1e-12).margin(1e-15));
   }
 }
 
@@ -141,11 +141,10 @@ TEST_CASE("broadcasting follows NumPy on known values", "[elementwise]") {
   CHECK((empty + vec({1, 2, 3})).shape() == Shape{0, 3});
 }
 
-TEST_CASE("elementwise ops read strided views: transposed, sliced and broadcast (0-stride) inputs",
-          "[elementwise]") {
+TEST_CASE("elementwise ops read strided views: transposed, sliced and broadcast (0-stride) inputs", "[elementwise]") {
   Tensor base = randn({3, 4}, 4);
-  Tensor t = base.transpose();                    // [4, 3], strides (1, 4)
-  Tensor s = base.slice(1, 0, 4, 2);              // [3, 2], strides (4, 2)
+  Tensor t = base.transpose();                         // [4, 3], strides (1, 4)
+  Tensor s = base.slice(1, 0, 4, 2);                   // [3, 2], strides (4, 2)
   Tensor bcast = vec({1, 2, 3}).broadcast_to({4, 3});  // stride 0 on axis 0
   Tensor tc = t.contiguous(), sc = s.contiguous(), bc = bcast.contiguous();
   CHECK(values(ops::mul(t, bcast)) == values(ops::mul(tc, bc)));
@@ -155,11 +154,29 @@ TEST_CASE("elementwise ops read strided views: transposed, sliced and broadcast 
   CHECK(values(ops::maximum(s.transpose(), Tensor::scalar(0.0, DType::f64))) ==
         values(ops::relu(sc.transpose().contiguous())));
   CHECK(bools(ops::less(t, bcast)) == bools(ops::less(tc, bc)));
-  CHECK(values(ops::cast(ops::cast(t, DType::f32), DType::f64)) == values(ops::cast(ops::cast(tc, DType::f32), DType::f64)));
+  CHECK(values(ops::cast(ops::cast(t, DType::f32), DType::f64)) ==
+        values(ops::cast(ops::cast(tc, DType::f32), DType::f64)));
   // a size-1 dimension with a nonzero stride is broadcast as well
   Tensor column = base.slice(1, 1, 2);  // [3, 1], stride 4 along the size-1 axis
   CHECK(values(ops::add(column, Tensor::zeros({3, 2}, DType::f64))) ==
         values(ops::add(column.contiguous(), Tensor::zeros({3, 2}, DType::f64))));
+}
+
+TEST_CASE("the general broadcast path agrees with contiguous copies on permuted 3-D views", "[elementwise]") {
+  Tensor v = randn({4, 3, 2}, 25).permute({2, 0, 1});  // [2, 4, 3], no dimension contiguous
+  Tensor vc = v.contiguous();
+  for (const Shape& other : {Shape{4, 1}, Shape{3}, Shape{2, 1, 3}, Shape{1, 4, 3}, Shape{2, 4, 3}}) {
+    INFO(fmt::format("{}", other));
+    Tensor w = randn(other, 26);
+    CHECK(values(ops::sub(v, w)) == values(ops::sub(vc, w)));
+    CHECK(values(ops::sub(w, v)) == values(ops::sub(w, vc)));
+    Tensor cond = ops::greater(w, Tensor::scalar(0.0, DType::f64));
+    CHECK(values(ops::where(cond, v, w)) == values(ops::where(cond, vc, w)));
+  }
+  // a [2, 3, 4] + [4] broadcast merges the two outer dimensions into one walk of 6 rows
+  Tensor a = randn({2, 3, 4}, 27), bias = randn({4}, 28);
+  auto av = values(a), bv = values(bias), yv = values(a + bias);
+  for (std::size_t i = 0; i < av.size(); ++i) CHECK(yv[i] == av[i] + bv[i % 4]);
 }
 
 TEST_CASE("gelu matches Keras' exact and tanh-approximate formulas", "[elementwise]") {
@@ -277,8 +294,9 @@ TEST_CASE("gradients at kinks: relu and abs give 0 at 0, maximum and minimum fav
 }
 
 TEST_CASE("gradgradcheck: second-order gradients", "[elementwise]") {
-  std::vector<std::string> unary_second_order{"exp", "log", "tanh", "sigmoid", "sqrt", "rsqrt", "square", "neg",
-                                              "erf", "gelu", "gelu_tanh", "pow_scalar", "abs", "relu", "clip"};
+  std::vector<std::string> unary_second_order{"exp",       "log",        "tanh", "sigmoid", "sqrt",
+                                              "rsqrt",     "square",     "neg",  "erf",     "gelu",
+                                              "gelu_tanh", "pow_scalar", "abs",  "relu",    "clip"};
   for (const auto& op : unary_ops()) {
     if (std::find(unary_second_order.begin(), unary_second_order.end(), op.name) == unary_second_order.end()) continue;
     INFO(op.name);
@@ -401,8 +419,8 @@ TEST_CASE("elementwise ops reject bad input with clear messages", "[elementwise]
   REQUIRE_THROWS_WITH(ops::logical_and(a, a), Catch::Contains("logical_and") && Catch::Contains("f64"));
   REQUIRE_THROWS_WITH(ops::logical_not(a), Catch::Contains("logical_not") && Catch::Contains("f64"));
   REQUIRE_THROWS_WITH(ops::where(a, a, a), Catch::Contains("where") && Catch::Contains("boolean"));
-  REQUIRE_THROWS_WITH(ops::where(mask, a, b), Catch::Contains("where") && Catch::Contains("[2, 3]") &&
-                                                  Catch::Contains("[4]"));
+  REQUIRE_THROWS_WITH(ops::where(mask, a, b),
+                      Catch::Contains("where") && Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
   REQUIRE_THROWS_WITH(ops::where(mask, a, a.to(DType::f32)), Catch::Contains("where") && Catch::Contains("f32"));
   REQUIRE_THROWS_WITH(ops::masked_fill(Tensor::zeros({3}, DType::f64), mask, 0.0),
                       Catch::Contains("masked_fill") && Catch::Contains("[2, 3]") && Catch::Contains("[3]"));

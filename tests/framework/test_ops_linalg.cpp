@@ -3,6 +3,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "framework/gradcheck.hpp"
@@ -169,7 +170,8 @@ TEST_CASE("matmul reads strided views: transposed blocks in place, other layouts
   require_close(ops::matmul(strided, ops::transpose(base)), naive_matmul(strided, ops::transpose(base)));
   // a slice with an offset, transposed: still read in place
   const Tensor rows = ops::slice(base, 0, 1, 5);
-  require_close(ops::matmul(ops::transpose(rows), randn({4, 2}, 15)), naive_matmul(ops::transpose(rows), randn({4, 2}, 15)));
+  const Tensor right = randn({4, 2}, 15);
+  require_close(ops::matmul(ops::transpose(rows), right), naive_matmul(ops::transpose(rows), right));
   // broadcast_to: zero strides in the batch dimensions are read in place, in the matrix dimensions copied
   const Tensor row = randn({1, 4}, 16);
   const Tensor repeated_rows = ops::broadcast_to(row, {3, 4});
@@ -246,8 +248,9 @@ TEST_CASE("matmul gradients pass gradcheck for transposed and broadcast inputs",
         return ops::matmul(ops::permute(in[0], {0, 2, 1, 3}), ops::permute(in[1], {0, 2, 3, 1}));
       },
       {randn({2, 3, 2, 4}, 53), randn({2, 5, 2, 4}, 54)});
-  require_gradcheck([](const std::vector<Tensor>& in) { return ops::matmul(ops::broadcast_to(in[0], {3, 2, 4}), in[1]); },
-                    {randn({2, 4}, 55), randn({3, 4, 2}, 56)});
+  require_gradcheck(
+      [](const std::vector<Tensor>& in) { return ops::matmul(ops::broadcast_to(in[0], {3, 2, 4}), in[1]); },
+      {randn({2, 4}, 55), randn({3, 4, 2}, 56)});
 }
 
 TEST_CASE("matmul second derivatives pass gradgradcheck", "[linalg]") {
@@ -278,7 +281,8 @@ TEST_CASE("matmul rejects bad inputs with clear messages", "[linalg]") {
                       Contains("matmul") && Contains("dtypes differ") && Contains("[2, 3]") && Contains("f64"));
   REQUIRE_THROWS_WITH(ops::matmul(Tensor::ones({2, 3}, DType::i64), Tensor::ones({3, 2}, DType::i64)),
                       Contains("matmul") && Contains("float32 or float64") && Contains("i64"));
-  REQUIRE_THROWS_WITH(ops::matmul(Tensor::scalar(2.0), a), Contains("matmul") && Contains("rank >= 1") && Contains("[]"));
+  REQUIRE_THROWS_WITH(ops::matmul(Tensor::scalar(2.0), a),
+                      Contains("matmul") && Contains("rank >= 1") && Contains("[]"));
   REQUIRE_THROWS_WITH(ops::matmul(Tensor::ones({2, 2, 3}), Tensor::ones({3, 3, 2})),
                       Contains("matmul: batch dimensions cannot be broadcast") && Contains("[2, 2, 3] @ [3, 3, 2]"));
   REQUIRE_THROWS_WITH(ops::matmul(Tensor(), a), Contains("matmul") && Contains("undefined"));

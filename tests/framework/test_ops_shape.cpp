@@ -404,6 +404,10 @@ TEST_CASE("gradgradcheck through the shape ops", "[shape]") {
   require_gradgradcheck(
       [](const auto& v) { return ops::square(ops::take_along_axis(v[0], i64({2, 0}, {2, 1}), 1)); }, {x});
   require_gradgradcheck([](const auto& v) { return ops::square(ops::split(v[0], 3, 1)[2]); }, {x});
+  require_gradgradcheck([](const auto& v) { return ops::square(ops::stack({v[0], v[0]}, -1)); }, {x});
+  require_gradgradcheck([](const auto& v) { return ops::square(ops::broadcast_to(v[0], {2, 2, 3})); }, {x});
+  require_gradgradcheck([](const auto& v) { return ops::square(ops::squeeze(ops::expand_dims(v[0], 1), 1)); }, {x});
+  require_gradgradcheck([](const auto& v) { return ops::square(ops::contiguous(v[0])); }, {xt});
 }
 
 TEST_CASE("float32 and float64 agree on the shape ops", "[shape]") {

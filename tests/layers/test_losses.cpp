@@ -178,6 +178,15 @@ TEST_CASE("losses reduce over the last axis like keras.losses", "[losses]") {
               values(losses::categorical_crossentropy(y, q.transpose(), true)), 1e-12, 1e-12);
 }
 
+TEST_CASE("y_true is cast to y_pred's dtype, as Keras does", "[losses]") {
+  const Tensor t32 = Tensor::from_vector(std::vector<float>{0, 1, 1, 0}, {2, 2});
+  const Tensor p64 = Tensor::from_vector(std::vector<double>{0.2, 0.7, 0.9, 0.4}, {2, 2});
+  const Tensor l = losses::binary_crossentropy(t32, p64);
+  CHECK(l.dtype() == DType::f64);
+  CHECK(values(l) == values(losses::binary_crossentropy(t32.to(DType::f64), p64)));
+  CHECK(losses::mean_squared_error(p64, p64.to(DType::f32)).dtype() == DType::f32);
+}
+
 TEST_CASE("sparse categorical crossentropy equals categorical on one-hot targets", "[losses]") {
   const Tensor logits = Tensor::randn({2, 3, 5}, DType::f64, 8) * 2.0;
   const Tensor labels = Tensor::from_vector(std::vector<std::int64_t>{0, 4, 2, 1, 1, 3}, {2, 3});
@@ -223,8 +232,9 @@ TEST_CASE("every loss passes gradcheck in float64", "[losses][gradcheck]") {
     }
     require_gradcheck([&](const auto& in) { return losses::binary_crossentropy(bits, in[0], true, smoothing, 0); },
                       {x});
+    const Tensor onehot_t = onehot.transpose();  // classes along axis 0
     require_gradcheck(
-        [&](const auto& in) { return losses::categorical_crossentropy(onehot.transpose(), in[0], false, smoothing, 0); },
+        [&](const auto& in) { return losses::categorical_crossentropy(onehot_t, in[0], false, smoothing, 0); },
         {pt.transpose()});
     require_gradcheck([&](const auto& in) { return losses::binary_crossentropy(in[0], p, false, smoothing); },
                       {bits});
