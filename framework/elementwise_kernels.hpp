@@ -15,7 +15,7 @@
 #include <tuple>
 #include <utility>
 
-#include "framework/strided_runs.hpp"
+#include "framework/strided.hpp"
 #include "framework/tensor.hpp"
 
 namespace loom::kernels {
@@ -57,7 +57,7 @@ void map_into(const Tensor& out, F f, const Inputs&... inputs) {
     }(std::pair<const In*, std::int64_t>{inputs.template data<In>(), inputs.numel() == 1 ? 0 : 1}...);
     return;
   }
-  // General broadcast over strided views: one walk over out and every input (strided_runs.hpp), whose
+  // General broadcast over strided views: one walk over out and every input (strided.hpp), whose
   // innermost runs are as long as the merged dimensions allow (a bias add [B, T, C] + [C] runs over C).
   const Strides out_strides = contiguous_strides(out.shape());
   const std::array<Strides, N> in_strides{broadcast_strides(inputs, out.shape())...};

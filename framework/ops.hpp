@@ -4,5 +4,6 @@
 #include "framework/ops_elementwise.hpp"
 #include "framework/ops_linalg.hpp"
 #include "framework/ops_nn.hpp"
+#include "framework/ops_normalization.hpp"
 #include "framework/ops_reduction.hpp"
 #include "framework/ops_shape.hpp"

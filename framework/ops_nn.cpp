@@ -9,7 +9,6 @@
 #include "framework/ops_reduction.hpp"
 #include "framework/random.hpp"
 #include "framework/strided.hpp"
-#include "framework/strided_runs.hpp"
 #include "framework/tape.hpp"
 
 namespace loom::ops {

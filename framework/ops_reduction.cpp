@@ -7,10 +7,10 @@
 #include "framework/dispatch.hpp"
 #include "framework/ops_elementwise.hpp"
 #include "framework/ops_shape.hpp"
-#include "framework/strided_runs.hpp"
+#include "framework/strided.hpp"
 #include "framework/tape.hpp"
 
-// The kernels are plain loops over a strided walk (strided_runs.hpp) rather than xtensor reducers: one walk
+// The kernels are plain loops over a strided walk (strided.hpp) rather than xtensor reducers: one walk
 // serves sum, max, min, argmax and logsumexp over any strides (0-strided broadcasts included), float32 sums
 // accumulate in double for precision, and the walk visits the input in memory order, which keeps
 // reductions over leading axes (the tape's sum_to of a bias gradient) cache-friendly and vectorizable.

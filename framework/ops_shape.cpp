@@ -7,6 +7,7 @@
 
 #include "framework/dispatch.hpp"
 #include "framework/ops.hpp"
+#include "framework/strided.hpp"
 #include "framework/tape.hpp"
 
 namespace loom::ops {
@@ -23,101 +24,54 @@ void check_indices_tensor(const Tensor& indices, std::string_view op) {
         indices.shape());
 }
 
-// ---- strided walking ----
-// Copies and gathers read and write through arbitrary strides (views, 0-stride broadcasts). Plain loops rather
-// than xtensor: a walk first simplifies the geometry (drops size-1 dimensions, merges dimensions that are
-// contiguous for every operand), so a contiguous or row-contiguous copy becomes a few long rows that
-// std::copy_n turns into memcpy.
-
-template <std::size_t N>
-struct Walk {
-  Shape shape;
-  std::array<Strides, N> strides;
-};
-
-template <std::size_t N>
-Walk<N> simplify(const Shape& shape, const std::array<Strides, N>& strides) {
-  Walk<N> w;
-  for (std::size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;
-    bool merge = !w.shape.empty();
-    for (std::size_t k = 0; k < N && merge; ++k) merge = w.strides[k].back() == strides[k][d] * shape[d];
-    if (merge) {
-      w.shape.back() *= shape[d];
-      for (std::size_t k = 0; k < N; ++k) w.strides[k].back() = strides[k][d];
-    } else {
-      w.shape.push_back(shape[d]);
-      for (std::size_t k = 0; k < N; ++k) w.strides[k].push_back(strides[k][d]);
-    }
-  }
-  return w;
-}
-
-/// Calls row(positions) for every index of all dimensions of w but the last (once when there is only one),
-/// positions[k] = sum(index[d] * w.strides[k][d]): where operand k's row starts. w.shape must be non-empty
-/// and hold no zero.
-template <std::size_t N, class Row>
-void for_each_row(const Walk<N>& w, Row&& row) {
-  const std::size_t outer = w.shape.size() - 1;
-  std::vector<std::int64_t> index(outer, 0);
-  std::array<std::int64_t, N> at{};
-  for (;;) {
-    row(at);
-    // advance the outer dimensions like an odometer
-    std::size_t d = outer;
-    for (;;) {
-      if (d == 0) return;
-      --d;
-      for (std::size_t k = 0; k < N; ++k) at[k] += w.strides[k][d];
-      if (++index[d] < w.shape[d]) break;
-      for (std::size_t k = 0; k < N; ++k) at[k] -= w.strides[k][d] * w.shape[d];
-      index[d] = 0;
-    }
-  }
-}
+// ---- strided copies ----
+// Copies and gathers read and write through arbitrary strides (views, 0-stride broadcasts) with the walk of
+// strided.hpp, in plain loops rather than xtensor: the walk merges what is contiguous for both operands, so a
+// contiguous or row-contiguous copy becomes a few long rows that std::copy_n turns into memcpy.
 
 /// dst[i] = src[i] for every index of `shape`; positions are relative to the two pointers.
 template <class T>
 void copy_strided(T* dst, const Strides& dst_strides, const T* src, const Strides& src_strides, const Shape& shape) {
-  if (numel(shape) == 0) return;
-  Walk<2> w = simplify<2>(shape, {dst_strides, src_strides});
-  if (w.shape.empty()) {  // a single element
-    *dst = *src;
-    return;
-  }
-  const std::int64_t n = w.shape.back();
-  const std::int64_t ds = w.strides[0].back();
-  const std::int64_t ss = w.strides[1].back();
-  const std::size_t last = w.shape.size() - 1;
+  const detail::RunWalk<2> walk(shape, {&dst_strides, &src_strides});
+  if (walk.empty()) return;
+  const Shape& dims = walk.dims();
+  const Strides& ds = walk.strides(0);
+  const Strides& ss = walk.strides(1);
+  const std::size_t last = dims.empty() ? 0 : dims.size() - 1;
   std::size_t j = 0;  // a source dimension of unit stride, if any, when the rows are not
-  while (j < last && w.strides[1][j] != 1) ++j;
-  if (ds == 1 && ss != 1 && j < last) {
+  while (j < last && ss[j] != 1) ++j;
+  if (j < last && ds[last] == 1 && ss[last] != 1) {
     // A transpose: copying row by row would read one element per cache line. Copy tiles of dimensions j and
-    // last instead, so the lines of a tile's source stay in L1 while it is written.
+    // last instead, so the lines of a tile's source stay in L1 while it is written; a second walk covers
+    // every other dimension.
     constexpr std::int64_t kTile = 32;
-    const std::int64_t rows = w.shape[j];
-    const std::int64_t dr = w.strides[0][j];
-    Walk<2> outer = w;
-    for (std::size_t k = 0; k < 2; ++k) {
-      outer.strides[k].erase(outer.strides[k].begin() + std::int64_t(j));
-      outer.strides[k].back() = 0;
+    const std::int64_t rows = dims[j], n = dims[last], dr = ds[j], sc = ss[last];
+    Shape outer;
+    Strides outer_ds, outer_ss;
+    for (std::size_t d = 0; d < last; ++d) {
+      if (d == j) continue;
+      outer.push_back(dims[d]);
+      outer_ds.push_back(ds[d]);
+      outer_ss.push_back(ss[d]);
     }
-    outer.shape.erase(outer.shape.begin() + std::int64_t(j));
-    outer.shape.back() = 1;  // the tiles cover it: walk every other dimension
-    for_each_row(outer, [&](const std::array<std::int64_t, 2>& at) {
-      for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
-        for (std::int64_t c0 = 0; c0 < n; c0 += kTile)
-          for (std::int64_t r = r0; r < std::min(r0 + kTile, rows); ++r)
-            for (std::int64_t c = c0; c < std::min(c0 + kTile, n); ++c)
-              dst[at[0] + r * dr + c] = src[at[1] + r + c * ss];
-    });
+    const auto tiles = [&](const auto& pos, const auto& step, std::int64_t len) {
+      for (std::int64_t l = 0; l < len; ++l) {
+        T* to = dst + pos[0] + l * step[0];
+        const T* from = src + pos[1] + l * step[1];
+        for (std::int64_t r0 = 0; r0 < rows; r0 += kTile)
+          for (std::int64_t c0 = 0; c0 < n; c0 += kTile)
+            for (std::int64_t r = r0; r < std::min(r0 + kTile, rows); ++r)
+              for (std::int64_t c = c0; c < std::min(c0 + kTile, n); ++c) to[r * dr + c] = from[r + c * sc];
+      }
+    };
+    detail::for_each_run<2>(outer, {&outer_ds, &outer_ss}, tiles);
     return;
   }
-  for_each_row(w, [&](const std::array<std::int64_t, 2>& at) {
-    T* d = dst + at[0];
-    const T* s = src + at[1];
-    if (ds == 1 && ss == 1) std::copy_n(s, n, d);
-    else for (std::int64_t c = 0; c < n; ++c) d[c * ds] = s[c * ss];
+  walk([&](const auto& pos, const auto& step, std::int64_t n) {
+    T* d = dst + pos[0];
+    const T* s = src + pos[1];
+    if (step[0] == 1 && step[1] == 1) std::copy_n(s, n, d);
+    else for (std::int64_t c = 0; c < n; ++c) d[c * step[0]] = s[c * step[1]];
   });
 }
 
@@ -194,10 +148,11 @@ void walk_along_axis(const Shape& shape, std::int64_t a, const std::array<Stride
   if (numel(shape) == 0) return;
   std::array<Strides, 3> outer;
   for (std::size_t k = 0; k < 3; ++k) outer[k] = drop_axis(strides[k], a);
-  Walk<3> w = simplify<3>(drop_axis(shape, a), outer);
-  w.shape.push_back(shape[std::size_t(a)]);  // kept last and never merged: the visitor walks it
-  for (std::size_t k = 0; k < 3; ++k) w.strides[k].push_back(strides[k][std::size_t(a)]);
-  for_each_row(w, visit);
+  const auto run = [&](const auto& pos, const auto& step, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j)
+      visit(std::array<std::int64_t, 3>{pos[0] + j * step[0], pos[1] + j * step[1], pos[2] + j * step[2]});
+  };
+  detail::for_each_run<3>(drop_axis(shape, a), {&outer[0], &outer[1], &outer[2]}, run);
 }
 
 /// t's strides for walking `shape` along axis a: 0 on the dimensions where t broadcasts (size 1 against more).

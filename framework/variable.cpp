@@ -24,6 +24,7 @@ Variable::State& Variable::state() const {
 }
 
 const std::string& Variable::name() const { return state().name; }
+void Variable::set_name(std::string name) { state().name = std::move(name); }
 const Tensor& Variable::value() const { return state().value; }
 bool Variable::trainable() const { return value().impl().trainable; }
 void Variable::set_trainable(bool trainable) { value().impl().trainable = trainable && is_floating(dtype()); }

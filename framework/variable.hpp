@@ -15,6 +15,8 @@ class Variable {
   explicit Variable(const Tensor& initial_value, std::string name = "variable", bool trainable = true);
 
   const std::string& name() const;
+  /// Layers name their weights by path ("encoder/dense/kernel") and rename them when nested in a parent.
+  void set_name(std::string name);
   /// The tensor that ops see. Its id stays the same across assign(), so tapes and optimizer slots follow it.
   const Tensor& value() const;
   operator const Tensor&() const { return value(); }  // NOLINT: a Variable is usable wherever a Tensor is

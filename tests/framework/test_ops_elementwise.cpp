@@ -10,8 +10,10 @@
 #include "framework/gradcheck.hpp"
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace loom;
+using namespace loom::testing;
 
 namespace {
 
@@ -19,11 +21,8 @@ using UnaryOp = std::function<Tensor(const Tensor&)>;
 using BinaryOp = std::function<Tensor(const Tensor&, const Tensor&)>;
 using ScalarFn = std::function<double(double)>;
 
-Tensor randn(const Shape& shape, std::uint64_t seed) { return Tensor::randn(shape, DType::f64, seed); }
 /// Inside the domain of log, sqrt, rsqrt and pow's base, away from 0.
 Tensor positive(const Shape& shape, std::uint64_t seed) { return Tensor::uniform(shape, 0.5, 2.0, DType::f64, seed); }
-Tensor vec(const std::vector<double>& values) { return Tensor::from_vector(values); }
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
 std::vector<bool> bools(const Tensor& t) { return t.to_vector<bool>(); }
 
 struct Unary {
@@ -216,7 +215,7 @@ TEST_CASE("log follows NumPy outside its domain: -inf at 0, NaN below", "[elemen
   CHECK(std::isnan(values(ops::sqrt(vec({-1.0})))[0]));
 }
 
-TEST_CASE("maximum and minimum propagate NaN; sign, abs and relu at special values", "[elementwise]") {
+TEST_CASE("maximum and minimum propagate NaN, and sign, abs and relu at special values", "[elementwise]") {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   CHECK(std::isnan(values(ops::maximum(vec({nan, 1}), vec({1, nan})))[0]));
   CHECK(std::isnan(values(ops::maximum(vec({nan, 1}), vec({1, nan})))[1]));
@@ -371,7 +370,7 @@ TEST_CASE("comparisons and logical ops broadcast and return booleans", "[element
         std::vector<bool>{true, true, false, false});
 }
 
-TEST_CASE("cast converts between all dtypes; f32 <-> f64 is differentiable", "[elementwise]") {
+TEST_CASE("cast converts between all dtypes and f32 <-> f64 is differentiable", "[elementwise]") {
   Tensor x = vec({-1.5, 0.0, 2.7});
   CHECK(x.to(DType::f32).dtype() == DType::f32);
   CHECK(x.to(DType::i64).to_vector<std::int64_t>() == std::vector<std::int64_t>{-1, 0, 2});  // toward zero

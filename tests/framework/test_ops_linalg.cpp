@@ -9,15 +9,13 @@
 #include "framework/gradcheck.hpp"
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace loom;
+using namespace loom::testing;
 using Catch::Contains;
 
 namespace {
-
-Tensor randn(const Shape& shape, std::uint64_t seed, DType dtype = DType::f64) {
-  return Tensor::randn(shape, dtype, seed);
-}
 
 /// Multi-index of element `flat` of a row-major `shape`.
 std::vector<std::int64_t> unravel(std::int64_t flat, const Shape& shape) {
@@ -103,18 +101,6 @@ void require_close(const Tensor& y, const std::pair<Shape, std::vector<double>>&
   const auto v = y.to_vector<double>();
   REQUIRE(v.size() == expected.second.size());
   for (std::size_t i = 0; i < v.size(); ++i) CHECK(v[i] == Approx(expected.second[i]).margin(tolerance));
-}
-
-void require_gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
-
-void require_gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradgradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
 }
 
 const TensorFn matmul_fn = [](const std::vector<Tensor>& in) { return ops::matmul(in[0], in[1]); };

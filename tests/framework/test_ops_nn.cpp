@@ -1,42 +1,17 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <limits>
 
 #include "framework/gradcheck.hpp"
 #include "framework/ops.hpp"
 #include "framework/random.hpp"
 #include "framework/tape.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace loom;
+using namespace loom::testing;
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
-
-Tensor matrix(std::vector<double> v, Shape shape) { return Tensor::from_vector(v, shape); }
-
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-12) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    if (std::isinf(want[i])) CHECK(got[i] == want[i]);
-    else CHECK(got[i] == Approx(want[i]).margin(tol).epsilon(tol));
-  }
-}
-
-void require_gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
-
-void require_gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradgradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
 
 /// softmax of one row, written out.
 std::vector<double> softmax_row(const std::vector<double>& x) {
@@ -50,7 +25,7 @@ std::vector<double> softmax_row(const std::vector<double>& x) {
 }  // namespace
 
 TEST_CASE("softmax and log_softmax match hand computation", "[nn]") {
-  const Tensor x = matrix({1, 2, 3, -1, 0, 0.5}, {2, 3});
+  const Tensor x = f64({1, 2, 3, -1, 0, 0.5}, {2, 3});
   std::vector<double> want = softmax_row({1, 2, 3});
   const auto row2 = softmax_row({-1, 0, 0.5});
   want.insert(want.end(), row2.begin(), row2.end());
@@ -72,29 +47,29 @@ TEST_CASE("softmax and log_softmax match hand computation", "[nn]") {
 
 TEST_CASE("softmax family is finite and exact for logits of +-1e4", "[nn]") {
   for (DType dtype : {DType::f32, DType::f64}) {
-    const Tensor x = matrix({1e4, -1e4, 0, -1e4, -1e4, -1e4}, {2, 3}).to(dtype);
+    const Tensor x = f64({1e4, -1e4, 0, -1e4, -1e4, -1e4}, {2, 3}).to(dtype);
     check_close(values(ops::softmax(x)), {1, 0, 0, 1.0 / 3, 1.0 / 3, 1.0 / 3}, 1e-6);
     check_close(values(ops::log_softmax(x)), {0, -2e4, -1e4, -std::log(3.0), -std::log(3.0), -std::log(3.0)},
                 1e-6);
     check_close(values(ops::logsumexp(x, {-1})), {1e4, -1e4 + std::log(3.0)}, 1e-6);
-    check_close(values(ops::log_sigmoid(matrix({1e4, -1e4, 0}, {3}).to(dtype))), {0, -1e4, -std::log(2.0)},
+    check_close(values(ops::log_sigmoid(f64({1e4, -1e4, 0}, {3}).to(dtype))), {0, -1e4, -std::log(2.0)},
                 1e-6);
   }
 }
 
 TEST_CASE("softmax with -inf entries and fully masked rows", "[nn]") {
-  const Tensor x = matrix({-kInf, 0, 0, -kInf, -kInf, -kInf}, {2, 3});
+  const Tensor x = f64({-kInf, 0, 0, -kInf, -kInf, -kInf}, {2, 3});
   check_close(values(ops::softmax(x)), {0, 0.5, 0.5, 0, 0, 0});  // a fully masked row gives zeros
   check_close(values(ops::log_softmax(x)), {-kInf, -std::log(2.0), -std::log(2.0), -kInf, -kInf, -kInf});
   GradientTape tape(/*persistent=*/true);
   tape.watch(x);
-  const Tensor w = matrix({1, 2, 3, 4, 5, 6}, {2, 3});
+  const Tensor w = f64({1, 2, 3, 4, 5, 6}, {2, 3});
   const auto gs = values(tape.gradient(ops::sum(ops::softmax(x) * w), {x})[0]);
   check_close(gs, {0, -0.25, 0.25, 0, 0, 0});
   const auto gl = values(tape.gradient(ops::log_softmax(x), {x}, w)[0]);
   for (double v : gl) CHECK(std::isfinite(v));
   // +inf has no finite distribution: NaN, as NumPy
-  CHECK(std::isnan(values(ops::softmax(matrix({kInf, 0}, {2})))[0]));
+  CHECK(std::isnan(values(ops::softmax(f64({kInf, 0}, {2})))[0]));
 }
 
 TEST_CASE("softmax and log_softmax gradients pass gradcheck", "[nn][gradcheck]") {
@@ -122,7 +97,7 @@ TEST_CASE("softmax and log_softmax have second derivatives", "[nn][gradcheck]") 
 }
 
 TEST_CASE("log_sigmoid is stable and differentiable", "[nn]") {
-  const Tensor x = matrix({-800, -30, -1, 0, 0.5, 30, 800}, {7});
+  const Tensor x = f64({-800, -30, -1, 0, 0.5, 30, 800}, {7});
   std::vector<double> want;
   for (double v : values(x)) want.push_back(v < 0 ? v - std::log1p(std::exp(v)) : -std::log1p(std::exp(-v)));
   check_close(values(ops::log_sigmoid(x)), want);
@@ -219,7 +194,7 @@ TEST_CASE("dropout gradient is the scaled mask", "[nn][gradcheck]") {
   require_gradgradcheck([](const auto& in) { return ops::dropout(in[0] * in[0], 0.4, true, 5); }, {x});
 }
 
-TEST_CASE("dropout rejects rates outside [0, 1)", "[nn][errors]") {
+TEST_CASE("dropout rejects rates outside 0 <= rate < 1", "[nn][errors]") {
   const Tensor x = Tensor::ones({3});
   REQUIRE_THROWS_WITH(ops::dropout(x, 1.0, true), Catch::Contains("dropout") && Catch::Contains("rate"));
   REQUIRE_THROWS_WITH(ops::dropout(x, -0.1, false), Catch::Contains("dropout") && Catch::Contains("-0.1"));

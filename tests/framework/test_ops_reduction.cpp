@@ -6,34 +6,12 @@
 #include "framework/gradcheck.hpp"
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace loom;
+using namespace loom::testing;
 
 namespace {
-
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
-
-/// 0, 1, ..., 23 as a [2, 3, 4] float64 tensor.
-Tensor iota234() { return Tensor::arange(0.0, 24.0, 1.0, DType::f64).reshape({2, 3, 4}); }
-
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-12) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).margin(tol).epsilon(tol));
-}
-
-void require_gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
-
-void require_gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradgradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
 
 /// A [4, 3] view of a contiguous [3, 4] tensor: non-contiguous input for gradcheck.
 Tensor transposed_input(std::uint64_t seed) { return Tensor::randn({3, 4}, DType::f64, seed).transpose(); }
@@ -41,7 +19,7 @@ Tensor transposed_input(std::uint64_t seed) { return Tensor::randn({3, 4}, DType
 }  // namespace
 
 TEST_CASE("sum over axes matches hand computation", "[reduction]") {
-  const Tensor x = iota234();
+  const Tensor x = iota({2, 3, 4});
   CHECK(ops::sum(x).shape() == Shape{});
   CHECK(ops::sum(x).item<double>() == 276.0);
   // axis 0: x[0] + x[1] = 12 + 2k
@@ -61,7 +39,7 @@ TEST_CASE("sum over axes matches hand computation", "[reduction]") {
 }
 
 TEST_CASE("sum reads non-contiguous and broadcast views", "[reduction]") {
-  const Tensor x = iota234();
+  const Tensor x = iota({2, 3, 4});
   const Tensor t = x.permute({2, 0, 1});  // [4, 2, 3]
   CHECK(values(ops::sum(t, {0})) == values(ops::sum(x, {-1})));
   const Tensor s = x.slice(2, 1, 4, 2);  // columns 1 and 3
@@ -79,7 +57,7 @@ TEST_CASE("sum accumulates float32 in double", "[reduction]") {
   CHECK(ops::sum(Tensor::from_vector(v)).item<float>() == 100.0f);
 }
 
-TEST_CASE("sum of an empty reduction is zero; mean of one is an error", "[reduction]") {
+TEST_CASE("sum of an empty reduction is zero and mean of one is an error", "[reduction]") {
   const Tensor e = Tensor::zeros({0, 3}, DType::f64);
   CHECK(values(ops::sum(e, {0})) == std::vector<double>{0, 0, 0});
   CHECK(ops::mean(e, {1}).shape() == Shape{0});  // nothing to average, nothing reduced over zero elements
@@ -167,7 +145,7 @@ TEST_CASE("logsumexp is stable for large and infinite inputs", "[reduction]") {
 }
 
 TEST_CASE("sum_to reverses broadcasting", "[reduction]") {
-  const Tensor x = iota234();
+  const Tensor x = iota({2, 3, 4});
   const Tensor a = ops::sum_to(x, {3, 1});
   CHECK(a.shape() == Shape{3, 1});
   CHECK(values(a) == std::vector<double>{60, 92, 124});
@@ -180,14 +158,14 @@ TEST_CASE("sum_to reverses broadcasting", "[reduction]") {
 }
 
 TEST_CASE("sum_to rejects shapes that do not broadcast to the input", "[reduction][errors]") {
-  const Tensor x = iota234();
+  const Tensor x = iota({2, 3, 4});
   REQUIRE_THROWS_WITH(ops::sum_to(x, {3, 2}), Catch::Contains("sum_to") && Catch::Contains("[2, 3, 4]") &&
                                                   Catch::Contains("[3, 2]"));
   REQUIRE_THROWS_WITH(ops::sum_to(x, {1, 2, 3, 4}), Catch::Contains("sum_to") && Catch::Contains("[1, 2, 3, 4]"));
 }
 
 TEST_CASE("reductions reject bad axes, dtypes and undefined tensors", "[reduction][errors]") {
-  const Tensor x = iota234();
+  const Tensor x = iota({2, 3, 4});
   REQUIRE_THROWS_WITH(ops::sum(x, {3}), Catch::Contains("sum") && Catch::Contains("axis 3") &&
                                             Catch::Contains("rank 3"));
   REQUIRE_THROWS_WITH(ops::mean(x, {-4}), Catch::Contains("mean") && Catch::Contains("rank 3"));

@@ -3,32 +3,13 @@
 #include "framework/gradcheck.hpp"
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace loom;
+using namespace loom::testing;
 using Catch::Contains;
 
 namespace {
-
-Tensor f64(std::vector<double> values, const Shape& shape) { return Tensor::from_vector(values, shape); }
-Tensor i64(std::vector<std::int64_t> values, const Shape& shape) { return Tensor::from_vector(values, shape); }
-/// 0, 1, 2, ... in the given shape and dtype.
-Tensor iota(const Shape& shape, DType dtype = DType::f64) {
-  return Tensor::arange(0.0, double(numel(shape)), 1.0, dtype).reshape(shape);
-}
-Tensor randn(const Shape& shape, std::uint64_t seed) { return Tensor::randn(shape, DType::f64, seed); }
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
-
-void require_gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
-
-void require_gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradgradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
 
 /// A view and its base: shared storage, distinct ids.
 void require_view_of(const Tensor& view, const Tensor& base) {
@@ -61,7 +42,7 @@ void require_f32_matches_f64(const std::function<Tensor(const Tensor&)>& fn, con
 
 // ---------------------------------------------------------------- views
 
-TEST_CASE("reshape of contiguous data is a view; -1 is inferred", "[shape]") {
+TEST_CASE("reshape of contiguous data is a view and -1 is inferred", "[shape]") {
   const Tensor x = iota({2, 3, 4});
   const Tensor y = ops::reshape(x, {4, -1});
   require_view_of(y, x);
@@ -172,7 +153,7 @@ TEST_CASE("expand_dims, squeeze and flatten", "[shape]") {
   CHECK(values(ops::flatten(ops::transpose(iota({2, 2})))) == std::vector<double>{0, 2, 1, 3});
 }
 
-TEST_CASE("contiguous returns itself when contiguous; clone always copies", "[shape]") {
+TEST_CASE("contiguous returns itself when contiguous and clone always copies", "[shape]") {
   const Tensor x = iota({2, 3});
   CHECK(ops::contiguous(x).id() == x.id());
   const Tensor t = ops::transpose(x);

@@ -5,13 +5,10 @@
 
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace loom;
-
-namespace {
-Tensor vec(std::vector<double> values) { return Tensor::from_vector(values); }
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
-}  // namespace
+using namespace loom::testing;
 
 TEST_CASE("gradient of a simple expression", "[tape]") {
   Tensor x = vec({1, 2, 3});

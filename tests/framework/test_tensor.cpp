@@ -54,7 +54,7 @@ TEST_CASE("storage is 64-byte aligned and ids are unique", "[tensor]") {
   CHECK(a.to_vector<float>()[0] == 4.0f);
 }
 
-TEST_CASE("views share storage; contiguous and clone copy", "[tensor]") {
+TEST_CASE("views share storage, contiguous and clone copy", "[tensor]") {
   Tensor a = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3});
   Tensor t = a.transpose();
   CHECK(t.shape() == Shape{3, 2});

@@ -1,39 +1,21 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <map>
-#include <sstream>
 #include <string>
 
 #include "framework/gradcheck.hpp"
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
 #include "layers/losses.hpp"
+#include "tests/fixture_reader.hpp"
+#include "tests/test_helpers.hpp"
 
 using namespace loom;
+using namespace loom::testing;
 
 namespace {
-
-std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
-
-void require_gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
-
-void require_gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
-  const GradcheckResult r = gradgradcheck(fn, inputs);
-  INFO(r.message);
-  REQUIRE(r.ok);
-}
-
-struct Array {
-  Shape shape;
-  std::vector<double> values;
-};
 
 /// One case of tests/fixtures/loss_fixtures.txt (see make_loss_fixtures.py for the format).
 struct LossCase {
@@ -41,44 +23,15 @@ struct LossCase {
   bool from_logits = false;
   double label_smoothing = 0.0;
   std::int64_t axis = -1;
-  std::map<std::string, Array> arrays;  // y_true, y_pred, loss, grad, loss32
+  std::map<std::string, FixtureArray> arrays;  // y_true, y_pred, loss, grad, loss32
 };
 
-std::string option(std::istringstream& in, const std::string& key) {
-  std::string token;
-  in >> token;
-  REQUIRE(token.rfind(key + "=", 0) == 0);
-  return token.substr(key.size() + 1);
-}
-
 std::vector<LossCase> read_cases() {
-  std::ifstream file(std::string(LOOM_FIXTURES_DIR) + "/loss_fixtures.txt");
-  REQUIRE(file.good());
   std::vector<LossCase> cases;
-  std::string line;
-  while (std::getline(file, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream in(line);
-    std::string key;
-    in >> key;
-    if (key == "case") {
-      LossCase c;
-      in >> c.name >> c.loss;
-      c.from_logits = option(in, "from_logits") == "1";
-      c.label_smoothing = std::stod(option(in, "label_smoothing"));
-      c.axis = std::stoll(option(in, "axis"));
-      cases.push_back(c);
-      continue;
-    }
-    REQUIRE(!cases.empty());
-    Array a;
-    std::size_t rank = 0;
-    in >> rank;
-    a.shape.resize(rank);
-    for (auto& d : a.shape) in >> d;
-    for (double v; in >> v;) a.values.push_back(v);
-    REQUIRE(std::int64_t(a.values.size()) == numel(a.shape));
-    cases.back().arrays[key] = a;
+  for (const FixtureCase& f : read_fixture_cases("loss_fixtures.txt")) {
+    REQUIRE(f.words.size() == 1);  // the loss's name
+    cases.push_back({f.name, f.words[0], f.option("from_logits") == "1", std::stod(f.option("label_smoothing")),
+                     std::stoll(f.option("axis")), f.arrays});
   }
   return cases;
 }
@@ -95,15 +48,10 @@ Tensor call_loss(const LossCase& c, const Tensor& y_true, const Tensor& y_pred) 
 }
 
 Tensor y_true_of(const LossCase& c, DType dtype) {
-  const Array& a = c.arrays.at("y_true");
+  const FixtureArray& a = c.arrays.at("y_true");
   if (c.loss != "sparse_categorical_crossentropy") return Tensor::from_vector(a.values, a.shape).to(dtype);
   std::vector<std::int64_t> labels(a.values.begin(), a.values.end());
   return Tensor::from_vector(labels, a.shape);
-}
-
-void check_close(const std::vector<double>& got, const std::vector<double>& want, double rtol, double atol) {
-  REQUIRE(got.size() == want.size());
-  for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == Approx(want[i]).epsilon(rtol).margin(atol));
 }
 
 /// Probabilities in [0.05, 0.95]: away from the clipping bounds, where the loss is smooth.
@@ -118,9 +66,9 @@ TEST_CASE("losses match Keras on the reference fixtures (values and gradients)",
   REQUIRE(cases.size() >= 20);
   for (const LossCase& c : cases) {
     INFO("case " << c.name);
-    const Array& pred = c.arrays.at("y_pred");
-    const Array& want_loss = c.arrays.at("loss");
-    const Array& want_grad = c.arrays.at("grad");
+    const FixtureArray& pred = c.arrays.at("y_pred");
+    const FixtureArray& want_loss = c.arrays.at("loss");
+    const FixtureArray& want_grad = c.arrays.at("grad");
     // float64: Keras's mean reduces in float32 (see the script), hence 1e-6 rather than 1e-12.
     const Tensor y_pred = Tensor::from_vector(pred.values, pred.shape);
     GradientTape tape;

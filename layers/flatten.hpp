@@ -1,0 +1,30 @@
+#pragma once
+// Flatten (keras.layers.Flatten): [batch, d1, d2, ...] -> [batch, d1 * d2 * ...]; the batch axis stays.
+// A rank-1 input [batch] becomes [batch, 1]. With data_format "channels_first" the channel axis (axis 1) is
+// moved last before flattening, so the order of the features matches a channels_last model (as Keras).
+#include <optional>
+#include <string>
+
+#include "layers/layer.hpp"
+
+namespace loom::layers {
+
+struct FlattenOptions {
+  std::string data_format = "channels_last";  // or "channels_first"
+  std::optional<std::string> name = std::nullopt;
+};
+
+class Flatten : public Layer {
+ public:
+  explicit Flatten(FlattenOptions options = {});
+
+  Shape compute_output_shape(const Shape& input_shape) const override;
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  bool channels_first_;
+};
+
+}  // namespace loom::layers

@@ -1,0 +1,130 @@
+#pragma once
+// Layer: the Keras-style building block. A layer creates its weights from the shape of its first input
+// (Keras's build), registers them and its child layers by name, in order, and computes in call().
+//
+//   class Residual : public L::Layer {
+//    public:
+//     Residual() : Layer("residual") {}
+//    protected:
+//     void build(const Shape& input_shape) override {
+//       w_ = add_weight("kernel", {input_shape.back(), input_shape.back()}, "glorot_uniform");
+//     }
+//     Tensor call(const Tensor& x, bool training) override { return x + ops::matmul(x, w_); }
+//    private:
+//     Variable w_;
+//   };
+//
+// Child layers are added with add_layer(), which takes the layer by value and returns a reference that stays
+// valid for the parent's life (children live on the heap, so moving the parent does not move them):
+//   L::Dense& dense_ = add_layer(L::Dense(64));
+//
+// Layers are movable, not copyable: a copy would silently share or duplicate weights. To use one layer in two
+// places, hold it by std::shared_ptr.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "framework/tensor.hpp"
+#include "framework/variable.hpp"
+#include "layers/initializers.hpp"
+
+namespace loom::layers {
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  Layer(Layer&&) = default;
+  Layer& operator=(Layer&&) = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  /// Builds the layer from x's shape on the first call, then returns call(x, training). `training` is Keras's
+  /// flag: dropout drops and BatchNormalization uses (and updates) batch statistics only when it is true.
+  Tensor operator()(const Tensor& x, bool training = false);
+
+  /// Builds now for inputs of this shape (batch dimension included) and dtype, if not built yet.
+  void maybe_build(const Shape& input_shape, DType dtype = DType::f32);
+  bool built() const { return built_; }
+
+  /// The output shape for an input of this shape, without running data (Keras compute_output_shape).
+  /// The default is the input shape, right for layers that keep it.
+  virtual Shape compute_output_shape(const Shape& input_shape) const;
+
+  /// Keras auto-naming: the class's snake_case name, then _1, _2, ... ("dense", "dense_1").
+  const std::string& name() const { return name_; }
+  /// The hierarchical name: the parents' names and this one, joined by '/' ("encoder/mha/query").
+  const std::string& path() const { return path_; }
+  /// The dtype of the weights: that of the first input (floating inputs), float32 by default.
+  DType dtype() const { return dtype_; }
+
+  /// Own weights (trainable ones first, as Keras), then each child's, in registration order. Each weight's
+  /// name() is its path, e.g. "encoder/mha/query/kernel".
+  std::vector<Variable> weights() const;
+  std::vector<Variable> trainable_weights() const;
+  std::vector<Variable> non_trainable_weights() const;
+  std::int64_t count_params() const;
+
+  /// A frozen layer (trainable = false) has no trainable weights, its weights are not watched by tapes, and
+  /// (as in Keras) BatchNormalization then runs in inference mode. Applies to every child too.
+  bool trainable() const { return trainable_; }
+  virtual void set_trainable(bool trainable);
+
+  /// Direct children, in registration order.
+  std::vector<std::shared_ptr<Layer>> layers() const { return children_; }
+
+ protected:
+  /// `default_name` is the Keras class name in snake_case ("dense"); a given `name` is used as is.
+  explicit Layer(std::string_view default_name, std::optional<std::string> name = {});
+
+  /// Creates the weights for inputs of this shape. Called once, before the first call().
+  virtual void build(const Shape& input_shape);
+  /// The computation. Layers with other inputs (MultiHeadAttention, Add) add their own operator() and may
+  /// leave this one throwing.
+  virtual Tensor call(const Tensor& x, bool training);
+
+  /// Creates a weight named `name` (under this layer's path) in the layer's dtype, initialized now.
+  Variable add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
+                      bool trainable = true, std::optional<Fans> fans = {});
+
+  /// Registers a child layer, taking ownership; returns a reference valid as long as this layer lives.
+  template <class L>
+  L& add_layer(L&& layer) {
+    static_assert(std::is_base_of_v<Layer, std::decay_t<L>>, "add_layer takes a layer");
+    auto child = std::make_shared<std::decay_t<L>>(std::forward<L>(layer));
+    L& ref = *child;
+    register_child(std::move(child));
+    return ref;
+  }
+  /// Registers a layer that the caller shares (the same weights used in several places).
+  void add_layer(std::shared_ptr<Layer> layer) { register_child(std::move(layer)); }
+
+  /// For layers that build from several inputs (MultiHeadAttention): call once the weights exist.
+  void mark_built(DType dtype);
+
+ private:
+  void register_child(std::shared_ptr<Layer> child);
+  void set_path(const std::string& parent_path);
+
+  struct Weight {
+    Variable variable;
+    bool trainable;  // as created; set_trainable(false) hides it without forgetting
+  };
+  std::string name_;
+  std::string path_;
+  bool built_ = false;
+  bool trainable_ = true;
+  DType dtype_ = DType::f32;
+  std::vector<Weight> weights_;
+  std::vector<std::shared_ptr<Layer>> children_;
+};
+
+/// Keras's naming: the first layer named `base` gets `base`, the next `base_1`, ... (per thread).
+std::string unique_layer_name(std::string_view base);
+/// Forgets the names given so far on this thread (Keras clear_session).
+void reset_layer_names();
+
+}  // namespace loom::layers

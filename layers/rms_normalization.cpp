@@ -1,0 +1,28 @@
+#include "layers/rms_normalization.hpp"
+
+#include "framework/ops.hpp"
+
+namespace loom::layers {
+
+RMSNormalization::RMSNormalization(RMSNormalizationOptions options)
+    : Layer("rms_normalization", options.name), options_(std::move(options)) {
+  check(!options_.axis.axes.empty(), "{}: axis must name at least one axis", name());
+  check(options_.epsilon > 0.0, "{}: epsilon must be positive, got {}", name(), options_.epsilon);
+}
+
+void RMSNormalization::build(const Shape& input_shape) {
+  axes_ = options_.axis.resolve(std::int64_t(input_shape.size()), name());
+  built_shape_ = input_shape;
+  scale_ = add_weight("scale", dims_at(input_shape, axes_), "ones");
+}
+
+Tensor RMSNormalization::call(const Tensor& x, bool) {
+  check(x.ndim() == std::int64_t(built_shape_.size()) && dims_at(x.shape(), axes_) == dims_at(built_shape_, axes_),
+        "{}: expected an input of rank {} with dimensions {} at axes {} (the layer was built for {}), got {}", name(),
+        built_shape_.size(), dims_at(built_shape_, axes_), axes_, built_shape_, x.shape());
+  check(x.dtype() == dtype(), "{}: expected a {} input (the dtype the layer was built with), got {} of shape {}",
+        name(), dtype(), x.dtype(), x.shape());
+  return ops::rms_norm(x, scale_, axes_, options_.epsilon);
+}
+
+}  // namespace loom::layers

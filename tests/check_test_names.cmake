@@ -1,0 +1,11 @@
+# Fails when a Catch test case name would not survive catch_discover_tests (see tests/CMakeLists.txt).
+# (Catch2 v2 exits with the number of test cases listed, so the output is checked, not the status.)
+execute_process(COMMAND ${TEST_EXECUTABLE} --list-test-names-only OUTPUT_VARIABLE names)
+if(names STREQUAL "")
+  message(FATAL_ERROR "could not list the test cases of ${TEST_EXECUTABLE}")
+endif()
+string(FIND "${names}" ";" semicolon)
+string(FIND "${names}" "[" bracket)
+if(NOT semicolon EQUAL -1 OR NOT bracket EQUAL -1)
+  message(FATAL_ERROR "a test case name contains ';' or '[', which ctest cannot run on its own: rename it")
+endif()

@@ -1,0 +1,64 @@
+#pragma once
+// Helpers shared by the test files: building float64 tensors, reading values back, comparing them and
+// asserting gradient checks. Header-only; include after <catch2/catch.hpp> and add
+// `using namespace loom::testing;`.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "framework/gradcheck.hpp"
+#include "framework/tensor.hpp"
+
+namespace loom::testing {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// A 1-D float64 tensor of these values.
+inline Tensor vec(const std::vector<double>& values) { return Tensor::from_vector(values); }
+/// A float64 (or int64) tensor of these row-major values in the given shape.
+inline Tensor f64(const std::vector<double>& values, const Shape& shape) { return Tensor::from_vector(values, shape); }
+inline Tensor i64(const std::vector<std::int64_t>& values, const Shape& shape) {
+  return Tensor::from_vector(values, shape);
+}
+/// 0, 1, 2, ... in the given shape and dtype.
+inline Tensor iota(const Shape& shape, DType dtype = DType::f64) {
+  return Tensor::arange(0.0, double(numel(shape)), 1.0, dtype).reshape(shape);
+}
+/// Seeded standard normal values, float64 unless asked otherwise.
+inline Tensor randn(const Shape& shape, std::uint64_t seed, DType dtype = DType::f64) {
+  return Tensor::randn(shape, dtype, seed);
+}
+
+/// The values of any tensor (any dtype, any strides) as doubles, row-major.
+inline std::vector<double> values(const Tensor& t) { return t.to_vector<double>(); }
+
+/// CHECKs got[i] == want[i] within rtol (relative) or atol (absolute); an infinite want must be matched
+/// exactly.
+inline void check_close(const std::vector<double>& got, const std::vector<double>& want, double rtol, double atol) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (std::isinf(want[i])) CHECK(got[i] == want[i]);
+    else CHECK(got[i] == Approx(want[i]).epsilon(rtol).margin(atol));
+  }
+}
+/// The same with one tolerance, both relative and absolute.
+inline void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-12) {
+  check_close(got, want, tol, tol);
+}
+
+/// REQUIREs that gradcheck (first order) or gradgradcheck (second order) passes, showing its message if not.
+inline void require_gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
+  const GradcheckResult r = gradcheck(fn, inputs);
+  INFO(r.message);
+  REQUIRE(r.ok);
+}
+inline void require_gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs) {
+  const GradcheckResult r = gradgradcheck(fn, inputs);
+  INFO(r.message);
+  REQUIRE(r.ok);
+}
+
+}  // namespace loom::testing
