@@ -13,4 +13,4 @@
 #include "framework/tensor.hpp"
 #include "framework/variable.hpp"
 #include "framework/xarray_interop.hpp"
-#include "layers/losses.hpp"
+#include "layers/layers.hpp"

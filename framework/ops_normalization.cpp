@@ -23,7 +23,7 @@ namespace {
 /// per (b, g) over (p, k, q), one affine parameter per (g, k). Layer and RMS norm: [rows, 1, 1, n, 1]; group
 /// norm: [batch, dims before the channels, groups, channels per group, dims after]; batch norm:
 /// [1, dims before the channels, channels, 1, dims after]. The kernels work one b (one slab) at a time, so a
-/// row or a sample is read from cache by every pass after the first.
+/// row or a sample is read from cache by every pass after the first (batch norm's one slab is the batch).
 struct Geometry {
   std::int64_t B = 1, P = 1, G = 1, K = 1, Q = 1;
   bool center = true;  // subtract the mean; false: RMS normalization (no mean, no beta)
@@ -68,7 +68,7 @@ V at(const V* p, std::int64_t j) {
 
 /// Sums kept in a register are split over this many lanes: independent chains of adds pipeline, where one
 /// chain would wait on each add's latency (the compiler may not reassociate floating-point sums itself).
-constexpr std::int64_t kLanes = 8;
+constexpr std::int64_t kLanes = 4;
 
 /// Calls body(j, lane) for j in [0, n) with lane = j % kLanes, in blocks of kLanes.
 template <class Body>
@@ -186,7 +186,7 @@ struct Grads {
 ///   dx = rstd * (dxh - mean(dxh) - xh * mean(dxh * xh))          (RMS: without the mean(dxh) term)
 ///      + dmean / n + dvar * 2 (x - mean) / n                      (batch norm's mean / variance outputs)
 /// dgamma = sum(dy * xh), dbeta = sum(dy) over everything but the parameter's own index. Per slab: one pass
-/// for the sums, one for dx.
+/// for the sums, then one for dx.
 template <class T>
 Grads backward_kernel(const Tensor& dyc, const Tensor& xc, const Tensor& gamma, const Tensor& beta,
                       const Stats& stats, const Geometry& geo, const Tensor& dmean, const Tensor& dvar) {
@@ -217,21 +217,28 @@ Grads backward_kernel(const Tensor& dyc, const Tensor& xc, const Tensor& gamma, 
       const auto xh = [&](std::int64_t j) {
         return (xr[j] - at<S>(shift + si, j) - at<S>(offset + si, j)) * at<S>(rstd + si, j);
       };
-      // Two loops over the run (the second reads it from cache): each then has only two sums to keep, which
-      // stay in registers.
-      {
-        RunSum<S> sum_dxh(&c1[std::size_t(si)]), sum_dxh_xh(&c2[std::size_t(si)]);
-        blocked(len, [&](std::int64_t j, std::int64_t lane) {
-          const double dxh = double(dyr[j] * at<P>(gam.data() + pi, j));
-          sum_dxh.add(j, lane, dxh);
-          sum_dxh_xh.add(j, lane, dxh * double(xh(j)));
-        });
-      }
+      RunSum<S> sum_dxh(&c1[std::size_t(si)]), sum_dxh_xh(&c2[std::size_t(si)]);
       RunSum<P> sum_dgamma(&dg[std::size_t(pi)]), sum_dbeta(&db[std::size_t(pi)]);
-      blocked(len, [&](std::int64_t j, std::int64_t lane) {
+      const auto stat_sums = [&](std::int64_t j, std::int64_t lane) {
+        const double dxh = double(dyr[j] * at<P>(gam.data() + pi, j));
+        sum_dxh.add(j, lane, dxh);
+        sum_dxh_xh.add(j, lane, dxh * double(xh(j)));
+      };
+      const auto param_sums = [&](std::int64_t j, std::int64_t lane) {
         sum_dgamma.add(j, lane, double(dyr[j]) * double(xh(j)));
         sum_dbeta.add(j, lane, double(dyr[j]));
-      });
+      };
+      // A run of one statistic takes two loops (the second reads the run from cache), so that only two sums
+      // are kept in registers at a time; a run across statistics keeps none and streams once.
+      if constexpr (S) {
+        blocked(len, [&](std::int64_t j, std::int64_t lane) {
+          stat_sums(j, lane);
+          param_sums(j, lane);
+        });
+      } else {
+        blocked(len, stat_sums);
+        blocked(len, param_sums);
+      }
     });
     // dx = rstd * dxh + shift_coef + xh * xh_coef, the coefficients per statistic.
     for (std::int64_t g = 0; g < geo.G; ++g) {
@@ -341,6 +348,7 @@ Tensor layer_or_rms_norm(const char* op, const char* backward_op, const Tensor& 
   const std::string what = fmt::format("the dimensions at axes {} of input {}", norm, x.shape());
   check_param(op, center ? "gamma" : "scale", gamma, x, param_shape, what);
   check_param(op, "beta", beta, x, param_shape, what);
+  check(numel(param_shape) > 0, "{}: cannot normalize over zero elements ({})", op, what);
 
   const auto rank = x.ndim(), k = std::int64_t(norm.size());
   bool trailing = true;
@@ -358,7 +366,7 @@ Tensor layer_or_rms_norm(const char* op, const char* backward_op, const Tensor& 
   }
   Geometry geo;
   geo.K = numel(param_shape);
-  geo.B = geo.K > 0 ? x.numel() / geo.K : 0;
+  geo.B = x.numel() / geo.K;
   geo.center = center;
   geo.epsilon = epsilon;
   return fused_forward(op, backward_op, x, gamma, beta, geo, false)[0];

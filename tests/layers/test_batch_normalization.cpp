@@ -43,9 +43,9 @@ TEST_CASE("BatchNormalization matches Keras (training with the moving update, in
           "[layers][batch_normalization]") {
   for (const auto& c : normalization_cases("BatchNormalization"))
     for (DType dtype : {DType::f64, DType::f32}) {
-      L::BatchNormalization bn({.axis = c.axes().at(0),
-                                .momentum = c.number("momentum"),
-                                .epsilon = c.has("epsilon") ? c.number("epsilon") : 1e-3});
+      L::BatchNormalization bn({.axis = axes_option(c).at(0),
+                                .momentum = number_option(c, "momentum", 0.99),
+                                .epsilon = number_option(c, "epsilon", 1e-3)});
       check_against_keras(bn, c, dtype);
     }
 }

@@ -38,9 +38,9 @@ TEST_CASE("GroupNormalization creates gamma then beta per channel", "[layers][gr
 TEST_CASE("GroupNormalization matches Keras (outputs and gradients, f64 and f32)", "[layers][group_normalization]") {
   for (const auto& c : normalization_cases("GroupNormalization"))
     for (DType dtype : {DType::f64, DType::f32}) {
-      L::GroupNormalization gn({.groups = std::int64_t(c.number("groups")),
-                                .axis = c.axes().at(0),
-                                .epsilon = c.number("epsilon")});
+      L::GroupNormalization gn({.groups = std::int64_t(number_option(c, "groups", 32)),
+                                .axis = axes_option(c).at(0),
+                                .epsilon = number_option(c, "epsilon", 1e-3)});
       check_against_keras(gn, c, dtype);
     }
 }

@@ -11,11 +11,11 @@ namespace L = loom::layers;
 
 namespace {
 
-L::LayerNormalization from_case(const NormalizationCase& c) {
-  return L::LayerNormalization({.axis = c.axes(),
-                                .epsilon = c.has("epsilon") ? c.number("epsilon") : 1e-3,
-                                .center = c.flag("center"),
-                                .scale = c.flag("scale")});
+L::LayerNormalization from_case(const FixtureCase& c) {
+  return L::LayerNormalization({.axis = axes_option(c),
+                                .epsilon = number_option(c, "epsilon", 1e-3),
+                                .center = flag_option(c, "center"),
+                                .scale = flag_option(c, "scale")});
 }
 
 }  // namespace

@@ -33,7 +33,7 @@ TEST_CASE("RMSNormalization creates one weight named scale", "[layers][rms_norma
 TEST_CASE("RMSNormalization matches Keras (outputs and gradients, f64 and f32)", "[layers][rms_normalization]") {
   for (const auto& c : normalization_cases("RMSNormalization"))
     for (DType dtype : {DType::f64, DType::f32}) {
-      L::RMSNormalization rms({.axis = c.axes(), .epsilon = c.number("epsilon")});
+      L::RMSNormalization rms({.axis = axes_option(c), .epsilon = number_option(c, "epsilon", 1e-6)});
       check_against_keras(rms, c, dtype);
     }
 }

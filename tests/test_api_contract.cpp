@@ -1,0 +1,92 @@
+// The public API contract of DESIGN §2, written as users write it. It must keep compiling; the parts of the
+// contract that later work adds (models, optimizers, SIMD dispatch) join this file as they land.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "framework/loom.hpp"
+
+using namespace loom;
+
+TEST_CASE("the public API contract compiles and runs as written", "[api]") {
+  Tensor t = Tensor::from_vector(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  Tensor z = Tensor::zeros(Shape{2, 3}, DType::f64);
+  Tensor n = Tensor::randn(Shape{2, 3}, DType::f32, /*seed=*/7);
+  CHECK(t.shape() == Shape{2, 3});
+  CHECK(t.dtype() == DType::f32);
+  CHECK(t.numel() == 6);
+  CHECK(t.to_vector<float>().size() == 6);
+  CHECK(z.to(DType::f32).dtype() == DType::f32);
+  CHECK(ops::sum(n * 0.0).item<double>() == 0.0);
+
+  Tensor a = Tensor::randn({2, 3}, DType::f64, 1), b = Tensor::randn({3, 4}, DType::f64, 2);
+  Tensor y = ops::matmul(a, b);
+  CHECK(ops::softmax(y, -1).shape() == Shape{2, 4});
+  CHECK(ops::mean(y, {-1}, /*keepdims=*/true).shape() == Shape{2, 1});
+
+  Tensor x = Tensor::randn({4, 3}, DType::f64, 3);
+  Tensor w = Tensor::randn({3, 2}, DType::f64, 4);
+  {
+    GradientTape tape;
+    tape.watch(x);
+    tape.watch(w);
+    Tensor loss = ops::sum(ops::tanh(ops::matmul(x, w)));
+    std::vector<Tensor> g = tape.gradient(loss, std::vector<Tensor>{x, w});
+    CHECK(g[0].shape() == x.shape());
+    CHECK(g[1].shape() == w.shape());
+  }
+  using Fn = TensorFn;
+  Fn fn = [](const std::vector<Tensor>& in) { return ops::tanh(ops::matmul(in[0], in[1])); };
+  GradcheckResult r = gradcheck(fn, {x, w}, {.eps = 1e-6, .atol = 1e-5, .rtol = 1e-3});
+  GradcheckResult r2 = gradgradcheck(fn, {x, w});
+  CHECK(r.ok);
+  CHECK(r2.ok);
+
+  Tensor q = Tensor::randn({1, 2, 5, 4}, DType::f32, 5);
+  Tensor m = Tensor::ones({5, 5}, DType::boolean);
+  Tensor o = ops::scaled_dot_product_attention(
+      q, q, q, {.mask = m, .causal = true, .scale = std::nullopt, .sliding_window = 0, .impl = ops::AttentionImpl::Auto});
+  CHECK(o.shape() == q.shape());
+
+  namespace L = loom::layers;
+  Tensor h_in = Tensor::randn({2, 5, 16}, DType::f32, 6);
+  L::LayerNormalization ln({.axis = -1, .epsilon = 1e-3, .center = true, .scale = true});
+  L::BatchNormalization bn({.axis = -1, .momentum = 0.99, .epsilon = 1e-3});
+  L::GroupNormalization gn({.groups = 4, .axis = -1, .epsilon = 1e-3});
+  L::MultiHeadAttention mha({.num_heads = 8, .key_dim = 64, .dropout = 0.0, .use_bias = true,
+                             .flash_attention = std::nullopt /* auto */});
+  Tensor h = ln(h_in);
+  CHECK(gn(h_in).shape() == h_in.shape());
+  Tensor query = h, value = h, key = h;
+  Tensor mask = Tensor::ones({2, 5, 5}, DType::boolean);
+  Tensor att = mha(query, value);
+  Tensor c = mha(query, value, {.key = key, .attention_mask = mask, .training = true, .use_causal_mask = true});
+  auto [out, scores] = mha.call_with_scores(query, value, {});
+  CHECK(att.shape() == h.shape());
+  CHECK(c.shape() == h.shape());
+  CHECK(scores.shape() == Shape{2, 8, 5, 5});
+  CHECK(out.shape() == h.shape());
+  bn(h_in, /*training=*/true);
+  std::vector<Variable> weights = mha.weights();
+  CHECK(weights.size() == 8);
+  mha.trainable_weights();
+  mha.non_trainable_weights();
+  weights[0].assign(weights[0].value());
+  CHECK(weights[0].name() == mha.name() + "/query/kernel");
+  Tensor as_tensor = weights[0];
+  CHECK(as_tensor.shape() == Shape{16, 8, 64});
+
+  const std::string path = "api_contract_x.npy";
+  io::save_npy(path, x);
+  Tensor x2 = io::load_npy(path);
+  std::remove(path.c_str());
+  CHECK(x2.to_vector<double>() == x.to_vector<double>());
+  BlasInfo info = blas_info();
+  CHECK_FALSE(info.core.empty());
+  try {
+    ops::matmul(Tensor::ones({2, 3}), Tensor::ones({4, 5}));
+    FAIL("matmul accepted mismatched shapes");
+  } catch (const loom::Error& e) {
+    CHECK(std::string(e.what()) == "matmul: inner dimensions differ: [2, 3] @ [4, 5] (3 != 4)");
+  }
+}
