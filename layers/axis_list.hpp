@@ -1,6 +1,7 @@
 #pragma once
 // AxisList: one axis or several, for options that take Keras's "int or list" (LayerNormalization and
-// RMSNormalization's axis). Both `.axis = -1` and `.axis = {1, 2}` compile.
+// RMSNormalization's axis). Both `.axis = -1` and `.axis = {1, 2}` compile. Also the input check that the
+// normalization layers share.
 #include <cstdint>
 #include <initializer_list>
 #include <string_view>
@@ -9,6 +10,7 @@
 
 #include "framework/error.hpp"
 #include "framework/shape.hpp"
+#include "framework/tensor.hpp"
 
 namespace loom::layers {
 
@@ -31,6 +33,17 @@ inline Shape dims_at(const Shape& shape, const std::vector<std::int64_t>& axes) 
   Shape dims;
   for (auto a : axes) dims.push_back(shape[std::size_t(a)]);
   return dims;
+}
+
+/// A normalization layer's weights fit only inputs of the built rank, with the built dimensions at its
+/// axes, and of its dtype: anything else is a loom::Error naming `layer`.
+inline void check_input_matches_build(const Tensor& x, const Shape& built_shape, const std::vector<std::int64_t>& axes,
+                                      DType dtype, std::string_view layer) {
+  check(x.ndim() == std::int64_t(built_shape.size()) && dims_at(x.shape(), axes) == dims_at(built_shape, axes),
+        "{}: expected an input of rank {} with dimensions {} at axes {} (the layer was built for {}), got {}", layer,
+        built_shape.size(), dims_at(built_shape, axes), axes, built_shape, x.shape());
+  check(x.dtype() == dtype, "{}: expected a {} input (the dtype the layer was built with), got {} of shape {}", layer,
+        dtype, x.dtype(), x.shape());
 }
 
 }  // namespace loom::layers

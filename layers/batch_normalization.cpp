@@ -2,6 +2,7 @@
 
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
+#include "layers/axis_list.hpp"
 
 namespace loom::layers {
 
@@ -23,12 +24,7 @@ void BatchNormalization::build(const Shape& input_shape) {
 }
 
 Tensor BatchNormalization::call(const Tensor& x, bool training) {
-  const std::int64_t channels = built_shape_[std::size_t(axis_)];
-  check(x.ndim() == std::int64_t(built_shape_.size()) && x.shape()[std::size_t(axis_)] == channels,
-        "{}: expected an input of rank {} with {} channels at axis {} (the layer was built for {}), got {}", name(),
-        built_shape_.size(), channels, axis_, built_shape_, x.shape());
-  check(x.dtype() == dtype(), "{}: expected a {} input (the dtype the layer was built with), got {} of shape {}",
-        name(), dtype(), x.dtype(), x.shape());
+  check_input_matches_build(x, built_shape_, {axis_}, dtype(), name());
   const Tensor gamma = gamma_.defined() ? gamma_.value() : Tensor();
   const Tensor beta = beta_.defined() ? beta_.value() : Tensor();
   // A frozen layer runs in inference mode even while training (Keras: `training and self.trainable`).

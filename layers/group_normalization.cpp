@@ -1,6 +1,7 @@
 #include "layers/group_normalization.hpp"
 
 #include "framework/ops.hpp"
+#include "layers/axis_list.hpp"
 
 namespace loom::layers {
 
@@ -33,12 +34,7 @@ void GroupNormalization::build(const Shape& input_shape) {
 }
 
 Tensor GroupNormalization::call(const Tensor& x, bool) {
-  const std::int64_t channels = built_shape_[std::size_t(axis_)];
-  check(x.ndim() == std::int64_t(built_shape_.size()) && x.shape()[std::size_t(axis_)] == channels,
-        "{}: expected an input of rank {} with {} channels at axis {} (the layer was built for {}), got {}", name(),
-        built_shape_.size(), channels, axis_, built_shape_, x.shape());
-  check(x.dtype() == dtype(), "{}: expected a {} input (the dtype the layer was built with), got {} of shape {}",
-        name(), dtype(), x.dtype(), x.shape());
+  check_input_matches_build(x, built_shape_, {axis_}, dtype(), name());
   const Tensor gamma = gamma_.defined() ? gamma_.value() : Tensor();
   const Tensor beta = beta_.defined() ? beta_.value() : Tensor();
   return ops::group_norm(x, gamma, beta, groups_, axis_, options_.epsilon);

@@ -19,11 +19,7 @@ void LayerNormalization::build(const Shape& input_shape) {
 }
 
 Tensor LayerNormalization::call(const Tensor& x, bool) {
-  check(x.ndim() == std::int64_t(built_shape_.size()) && dims_at(x.shape(), axes_) == dims_at(built_shape_, axes_),
-        "{}: expected an input of rank {} with dimensions {} at axes {} (the layer was built for {}), got {}", name(),
-        built_shape_.size(), dims_at(built_shape_, axes_), axes_, built_shape_, x.shape());
-  check(x.dtype() == dtype(), "{}: expected a {} input (the dtype the layer was built with), got {} of shape {}",
-        name(), dtype(), x.dtype(), x.shape());
+  check_input_matches_build(x, built_shape_, axes_, dtype(), name());
   const Tensor gamma = gamma_.defined() ? gamma_.value() : Tensor();
   const Tensor beta = beta_.defined() ? beta_.value() : Tensor();
   return ops::layer_norm(x, gamma, beta, axes_, options_.epsilon);
