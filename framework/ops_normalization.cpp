@@ -15,6 +15,16 @@
 // a fused normalization is to take the statistics, the normalization and the backward sums in as few passes
 // as possible over a slab that stays in cache, which a chain of evaluated xtensor expressions cannot do.
 
+// The library is built for baseline x86-64 (SSE2). The kernels' loops over the slabs are cloned for AVX2 and
+// picked when the library loads (GCC function multiversioning); flatten inlines the walks and loop bodies into
+// each clone, so the loops themselves are compiled for the wider vectors. (An AVX-512 clone measured no
+// faster, the kernels being bound by memory, and each clone costs compile time.)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define LOOM_MULTIVERSION __attribute__((target_clones("avx2", "default"), flatten))
+#else
+#define LOOM_MULTIVERSION
+#endif
+
 namespace loom::ops {
 
 namespace {
@@ -31,6 +41,12 @@ struct Geometry {
   std::int64_t count() const { return P * K * Q; }  // elements per statistic
   std::int64_t slab() const { return P * G * K * Q; }
   std::int64_t params() const { return G * K; }
+  /// Channels-last group norm (Q = 1, several rows P) has runs of only K elements per group. It keeps each
+  /// per-group value in one slot per parameter (g, k) instead: its runs then span whole rows of G * K, and
+  /// the per-slot sums are folded into per-group ones once per slab (1 / P of a pass). Otherwise one slot
+  /// per group.
+  std::int64_t slots_per_group() const { return Q == 1 && P > 1 && K > 1 ? K : 1; }
+  std::int64_t slots() const { return G * slots_per_group(); }
 };
 
 /// The statistics the backward pass needs, one per (b, g), in x's dtype: the shift (a value of the group,
@@ -40,16 +56,32 @@ struct Stats {
   Tensor shift, offset, rstd;
 };
 
-/// The walk over one slab: element, statistic and parameter positions (strides 1 / 0 along each run).
+/// The walk over one slab: element, slot and parameter positions (strides 1 / 0 along each run).
 detail::RunWalk<3> slab_walk(const Geometry& geo) {
   const Shape shape{geo.P, geo.G, geo.K, geo.Q};
-  const Strides x = contiguous_strides(shape), stat{0, 1, 0, 0}, param{0, geo.K, 1, 0};
-  return detail::RunWalk<3>(shape, {&x, &stat, &param});
+  const Strides x = contiguous_strides(shape), param{0, geo.K, 1, 0};
+  const Strides slot = geo.slots_per_group() > 1 ? param : Strides{0, 1, 0, 0};
+  return detail::RunWalk<3>(shape, {&x, &slot, &param});
 }
 
-/// Calls run.template operator()<S, P>(x_at, stat_at, param_at, n) for each run of a slab; S (P) says whether
-/// the statistic (parameter) advances with the element or stays fixed along the run. Bodies index with these
-/// compile-time steps, so the compiler vectorizes them and keeps a fixed statistic's sums in registers.
+/// Per-group values copied into each of the group's slots.
+template <class T>
+void spread(const Geometry& geo, const T* per_group, std::vector<T>& per_slot) {
+  const std::int64_t m = geo.slots_per_group();
+  for (std::int64_t s = 0; s < geo.slots(); ++s) per_slot[std::size_t(s)] = per_group[s / m];
+}
+
+/// The sum of group g's slots.
+double fold(const Geometry& geo, const std::vector<double>& per_slot, std::int64_t g) {
+  const std::int64_t m = geo.slots_per_group();
+  double total = 0.0;
+  for (std::int64_t s = g * m; s < (g + 1) * m; ++s) total += per_slot[std::size_t(s)];
+  return total;
+}
+
+/// Calls run.template operator()<S, P>(x_at, slot_at, param_at, n) for each run of a slab; S (P) says whether
+/// the slot (parameter) advances with the element or stays fixed along the run. Bodies index with these
+/// compile-time steps, so the compiler vectorizes them (see accumulate for the sums).
 template <class Run>
 void for_each_run(const detail::RunWalk<3>& walk, Run&& run) {
   walk([&](const auto& pos, const auto& step, std::int64_t n) {
@@ -66,43 +98,33 @@ V at(const V* p, std::int64_t j) {
   return p[vary ? j : 0];
 }
 
-/// Sums kept in a register are split over this many lanes: independent chains of adds pipeline, where one
-/// chain would wait on each add's latency (the compiler may not reassociate floating-point sums itself).
-constexpr std::int64_t kLanes = 4;
+/// A sum kept in registers is split over this many lanes: independent chains of adds that the compiler packs
+/// into vectors (it may not reassociate one floating-point sum itself), 16 doubles = two AVX-512 registers.
+constexpr std::int64_t kLanes = 16;
 
-/// Calls body(j, lane) for j in [0, n) with lane = j % kLanes, in blocks of kLanes.
-template <class Body>
-void blocked(std::int64_t n, Body&& body) {
-  std::int64_t j = 0;
-  for (; j + kLanes <= n; j += kLanes)
-    for (std::int64_t lane = 0; lane < kLanes; ++lane) body(j + lane, lane);
-  for (std::int64_t lane = 0; j < n; ++j, ++lane) body(j, lane);
-}
-
-/// Sums a run's values into consecutive slots (advancing index) or into one slot (fixed index: summed in
-/// registers, one partial sum per lane, and added when the run ends).
-template <bool vary>
-class RunSum {
- public:
-  explicit RunSum(double* slots) : slots_(slots) {}
-  ~RunSum() {
-    if constexpr (!vary) {
+/// Adds the M terms of each element j in [0, n) (terms(j) returns std::array<double, M>) into slots[m][j]
+/// (advancing index: one slot per element) or into slots[m][0] (fixed index: summed first into kLanes local
+/// lanes, block by block, by the same loop as the advancing case, which the compiler vectorizes).
+template <bool vary, std::size_t M, class Terms>
+void accumulate(const std::array<double*, M>& slots, std::int64_t n, Terms&& terms) {
+  if constexpr (vary) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::array<double, M> t = terms(j);
+      for (std::size_t m = 0; m < M; ++m) slots[m][j] += t[m];
+    }
+  } else {
+    std::array<std::array<double, kLanes>, M> lanes{};
+    std::array<double*, M> lane_slots;
+    for (std::size_t m = 0; m < M; ++m) lane_slots[m] = lanes[m].data();
+    for (std::int64_t j = 0; j < n; j += kLanes)
+      accumulate<true, M>(lane_slots, std::min(kLanes, n - j), [&](std::int64_t lane) { return terms(j + lane); });
+    for (std::size_t m = 0; m < M; ++m) {
       double total = 0.0;
-      for (double l : lanes_) total += l;
-      *slots_ += total;
+      for (double l : lanes[m]) total += l;
+      slots[m][0] += total;
     }
   }
-  RunSum(const RunSum&) = delete;
-  RunSum& operator=(const RunSum&) = delete;
-  void add(std::int64_t j, std::int64_t lane, double v) {
-    if constexpr (vary) slots_[j] += v;
-    else lanes_[std::size_t(lane)] += v;
-  }
-
- private:
-  double* slots_;
-  std::array<double, kLanes> lanes_{};
-};
+}
 
 /// The values of an optional affine parameter, or `fill` where it is undefined.
 template <class T>
@@ -117,11 +139,76 @@ Tensor dense(const Tensor& x) {
   return x.contiguous();
 }
 
-/// Forward: per slab, the sums around the shift (double), the statistics, then y. Fills `stats`, and the
-/// batch mean and biased variance when `mean` is given (batch norm).
+/// The buffers of a forward kernel: x, the affine parameters (filled in where undefined), y, the statistics
+/// per (b, g), and the batch mean and variance (null but for batch norm).
 template <class T>
-Tensor forward_kernel(const Tensor& xc, const Tensor& gamma, const Tensor& beta, const Geometry& geo, Stats& stats,
-                      Tensor* mean, Tensor* variance) {
+struct ForwardBuffers {
+  const T *x, *gam, *bet;
+  T *out, *shifts, *offsets, *rstds, *means, *variances;
+};
+
+/// The forward's loop over the slabs: per slab, the sums around the shift (double), the statistics, then y.
+/// On raw buffers, so that only this loop (and what it inlines) is compiled per instruction set.
+template <class T>
+LOOM_MULTIVERSION void forward_slabs(const Geometry& geo, const detail::RunWalk<3>& walk,
+                                     const ForwardBuffers<T>& buffers) {
+  const T *x = buffers.x, *gam = buffers.gam, *bet = buffers.bet;
+  T *out = buffers.out, *shifts = buffers.shifts, *offsets = buffers.offsets, *rstds = buffers.rstds;
+  T *means = buffers.means, *variances = buffers.variances;
+  const double n = double(geo.count());
+  const auto slots = std::size_t(geo.slots());
+  std::vector<double> s1(slots), s2(slots);
+  std::vector<T> shift_slots(slots), offset_slots(slots), rstd_slots(slots);
+  for (std::int64_t b = 0; b < geo.B; ++b) {
+    const T* xs = x + b * geo.slab();
+    T* ys = out + b * geo.slab();
+    T* shift = shifts + b * geo.G;
+    T* offset = offsets + b * geo.G;
+    T* rstd = rstds + b * geo.G;
+    for (std::int64_t g = 0; g < geo.G; ++g) shift[g] = geo.center ? xs[g * geo.K * geo.Q] : T(0);
+    spread(geo, shift, shift_slots);
+    std::fill(s1.begin(), s1.end(), 0.0);
+    std::fill(s2.begin(), s2.end(), 0.0);
+    for_each_run(walk, [&]<bool S, bool P>(std::int64_t xi, std::int64_t si, std::int64_t, std::int64_t len) {
+      const T* xr = xs + xi;
+      const auto d = [&](std::int64_t j) { return double(xr[j] - at<S>(shift_slots.data() + si, j)); };
+      if (geo.center)  // RMS needs no sum of x
+        accumulate<S, 2>({&s1[std::size_t(si)], &s2[std::size_t(si)]}, len, [&](std::int64_t j) {
+          const double dj = d(j);
+          return std::array<double, 2>{dj, dj * dj};
+        });
+      else
+        accumulate<S, 1>({&s2[std::size_t(si)]}, len,
+                         [&](std::int64_t j) { return std::array<double, 1>{d(j) * d(j)}; });
+    });
+    for (std::int64_t g = 0; g < geo.G; ++g) {
+      // Around a shift from the data, E[d^2] - E[d]^2 loses at most a factor `count` of relative precision
+      // (|mean - shift|^2 <= count * var), against 1e6^2 / var for the raw moments at a mean of 1e6.
+      const double mu = geo.center ? fold(geo, s1, g) / n : 0.0;
+      const double var = std::max(fold(geo, s2, g) / n - mu * mu, 0.0);
+      offset[g] = T(mu);
+      rstd[g] = T(1.0 / std::sqrt(var + geo.epsilon));
+      if (means) {
+        means[b * geo.G + g] = T(double(shift[g]) + mu);
+        variances[b * geo.G + g] = T(var);
+      }
+    }
+    spread(geo, offset, offset_slots);
+    spread(geo, rstd, rstd_slots);
+    for_each_run(walk, [&]<bool S, bool P>(std::int64_t xi, std::int64_t si, std::int64_t pi, std::int64_t len) {
+      const T* xr = xs + xi;
+      T* yr = ys + xi;
+      const T *sh = shift_slots.data() + si, *of = offset_slots.data() + si, *rs = rstd_slots.data() + si;
+      for (std::int64_t j = 0; j < len; ++j)
+        yr[j] = (xr[j] - at<S>(sh, j) - at<S>(of, j)) * (at<S>(rs, j) * at<P>(gam + pi, j)) + at<P>(bet + pi, j);
+    });
+  }
+}
+
+/// Forward: y, and fills `stats`, and the batch mean and biased variance when `mean` is given (batch norm).
+template <class T>
+Tensor forward_kernel(const Tensor& xc, const Tensor& gamma, const Tensor& beta, const Geometry& geo,
+                      Stats& stats, Tensor* mean, Tensor* variance) {
   const Shape stat_shape{geo.B * geo.G};
   stats = {Tensor::empty(stat_shape, xc.dtype()), Tensor::empty(stat_shape, xc.dtype()),
            Tensor::empty(stat_shape, xc.dtype())};
@@ -129,52 +216,12 @@ Tensor forward_kernel(const Tensor& xc, const Tensor& gamma, const Tensor& beta,
     *mean = Tensor::empty(stat_shape, xc.dtype());
     *variance = Tensor::empty(stat_shape, xc.dtype());
   }
-  Tensor y = Tensor::empty(xc.shape(), xc.dtype());
+  Tensor y = detail::uninitialized(xc.shape(), xc.dtype());  // every element written below
   const std::vector<T> gam = param_or(gamma, geo.params(), T(1)), bet = param_or(beta, geo.params(), T(0));
-  const T* x = xc.data<T>();
-  T* out = y.data<T>();
-  const auto walk = slab_walk(geo);
-  const double n = double(geo.count());
-  std::vector<double> s1(std::size_t(geo.G)), s2(std::size_t(geo.G));
-  for (std::int64_t b = 0; b < geo.B; ++b) {
-    const T* xs = x + b * geo.slab();
-    T* ys = out + b * geo.slab();
-    T* shift = stats.shift.data<T>() + b * geo.G;
-    T* offset = stats.offset.data<T>() + b * geo.G;
-    T* rstd = stats.rstd.data<T>() + b * geo.G;
-    for (std::int64_t g = 0; g < geo.G; ++g) shift[g] = geo.center ? xs[g * geo.K * geo.Q] : T(0);
-    std::fill(s1.begin(), s1.end(), 0.0);
-    std::fill(s2.begin(), s2.end(), 0.0);
-    for_each_run(walk, [&]<bool S, bool P>(std::int64_t xi, std::int64_t si, std::int64_t, std::int64_t len) {
-      RunSum<S> sum(&s1[std::size_t(si)]), sum_sq(&s2[std::size_t(si)]);
-      const T* xr = xs + xi;
-      blocked(len, [&](std::int64_t j, std::int64_t lane) {
-        const double d = double(xr[j] - at<S>(shift + si, j));
-        sum.add(j, lane, d);
-        sum_sq.add(j, lane, d * d);
-      });
-    });
-    for (std::int64_t g = 0; g < geo.G; ++g) {
-      // Around a shift from the data, E[d^2] - E[d]^2 loses at most a factor `count` of relative precision
-      // (|mean - shift|^2 <= count * var), against 1e6^2 / var for the raw moments at a mean of 1e6.
-      const double mu = geo.center ? s1[std::size_t(g)] / n : 0.0;
-      const double var = std::max(s2[std::size_t(g)] / n - mu * mu, 0.0);
-      offset[g] = T(mu);
-      rstd[g] = T(1.0 / std::sqrt(var + geo.epsilon));
-      if (mean) {
-        mean->data<T>()[b * geo.G + g] = T(double(shift[g]) + mu);
-        variance->data<T>()[b * geo.G + g] = T(var);
-      }
-    }
-    for_each_run(walk, [&]<bool S, bool P>(std::int64_t xi, std::int64_t si, std::int64_t pi, std::int64_t len) {
-      const T* xr = xs + xi;
-      T* yr = ys + xi;
-      for (std::int64_t j = 0; j < len; ++j)
-        yr[j] = (xr[j] - at<S>(shift + si, j) - at<S>(offset + si, j)) *
-                    (at<S>(rstd + si, j) * at<P>(gam.data() + pi, j)) +
-                at<P>(bet.data() + pi, j);
-    });
-  }
+  forward_slabs<T>(geo, slab_walk(geo),
+                   {xc.data<T>(), gam.data(), bet.data(), y.data<T>(), stats.shift.data<T>(),
+                    stats.offset.data<T>(), stats.rstd.data<T>(), mean ? mean->data<T>() : nullptr,
+                    mean ? variance->data<T>() : nullptr});
   return y;
 }
 
@@ -182,86 +229,108 @@ struct Grads {
   Tensor dx, dgamma, dbeta;
 };
 
-/// Backward, with xh = (x - mean) * rstd and dxh = dy * gamma, per statistic over its n elements:
-///   dx = rstd * (dxh - mean(dxh) - xh * mean(dxh * xh))          (RMS: without the mean(dxh) term)
-///      + dmean / n + dvar * 2 (x - mean) / n                      (batch norm's mean / variance outputs)
-/// dgamma = sum(dy * xh), dbeta = sum(dy) over everything but the parameter's own index. Per slab: one pass
-/// for the sums, then one for dx.
+/// The buffers of a backward kernel: dy, x, gamma (filled in where undefined), the statistics, the gradients of
+/// the batch mean and variance (null but for batch norm), dx; and whether dbeta is wanted.
 template <class T>
-Grads backward_kernel(const Tensor& dyc, const Tensor& xc, const Tensor& gamma, const Tensor& beta,
-                      const Stats& stats, const Geometry& geo, const Tensor& dmean, const Tensor& dvar) {
-  Grads grads{Tensor::empty(xc.shape(), xc.dtype()), {}, {}};
-  const std::vector<T> gam = param_or(gamma, geo.params(), T(1));
-  const std::vector<T> gm = dmean.defined() ? dmean.to_vector<T>() : std::vector<T>();
-  const std::vector<T> gv = dvar.defined() ? dvar.to_vector<T>() : std::vector<T>();
-  const T* x = xc.data<T>();
-  const T* dy = dyc.data<T>();
-  T* dx = grads.dx.data<T>();
-  const auto walk = slab_walk(geo);
+struct BackwardBuffers {
+  const T *dy, *x, *gam, *shifts, *offsets, *rstds, *dmean, *dvar;
+  T* dx;
+  bool dbeta;
+};
+
+/// The backward's loop over the slabs (per slab: one pass for the sums, then one for dx), adding the
+/// parameters' gradients into dg and db. On raw buffers, like forward_slabs.
+template <class T>
+LOOM_MULTIVERSION void backward_slabs(const Geometry& geo, const detail::RunWalk<3>& walk,
+                                      const BackwardBuffers<T>& buffers, std::vector<double>& dg,
+                                      std::vector<double>& db) {
+  const T *dy = buffers.dy, *x = buffers.x, *gam = buffers.gam, *shifts = buffers.shifts;
+  const T *offsets = buffers.offsets, *rstds = buffers.rstds, *dmean = buffers.dmean, *dvar = buffers.dvar;
+  T* dx = buffers.dx;
   const double n = double(geo.count());
-  std::vector<double> dg(std::size_t(geo.params())), db(std::size_t(geo.params()));
-  std::vector<double> c1(std::size_t(geo.G)), c2(std::size_t(geo.G));
-  std::vector<T> shift_coef(std::size_t(geo.G)), xh_coef(std::size_t(geo.G));
+  const auto slots = std::size_t(geo.slots());
+  std::vector<double> c1(slots), c2(slots);
+  std::vector<T> shift_slots(slots), offset_slots(slots), rstd_slots(slots), shift_coef(slots), xh_coef(slots);
+  std::vector<T> shift_coef_g(std::size_t(geo.G)), xh_coef_g(std::size_t(geo.G));
   for (std::int64_t b = 0; b < geo.B; ++b) {
     const T* xs = x + b * geo.slab();
     const T* dys = dy + b * geo.slab();
     T* dxs = dx + b * geo.slab();
-    const T* shift = stats.shift.data<T>() + b * geo.G;
-    const T* offset = stats.offset.data<T>() + b * geo.G;
-    const T* rstd = stats.rstd.data<T>() + b * geo.G;
+    const T* rstd = rstds + b * geo.G;
+    spread(geo, shifts + b * geo.G, shift_slots);
+    spread(geo, offsets + b * geo.G, offset_slots);
+    spread(geo, rstd, rstd_slots);
+    const T *sh = shift_slots.data(), *of = offset_slots.data(), *rs = rstd_slots.data();
     std::fill(c1.begin(), c1.end(), 0.0);
     std::fill(c2.begin(), c2.end(), 0.0);
     for_each_run(walk, [&]<bool S, bool P>(std::int64_t xi, std::int64_t si, std::int64_t pi, std::int64_t len) {
       const T* xr = xs + xi;
       const T* dyr = dys + xi;
       const auto xh = [&](std::int64_t j) {
-        return (xr[j] - at<S>(shift + si, j) - at<S>(offset + si, j)) * at<S>(rstd + si, j);
+        return (xr[j] - at<S>(sh + si, j) - at<S>(of + si, j)) * at<S>(rs + si, j);
       };
-      RunSum<S> sum_dxh(&c1[std::size_t(si)]), sum_dxh_xh(&c2[std::size_t(si)]);
-      RunSum<P> sum_dgamma(&dg[std::size_t(pi)]), sum_dbeta(&db[std::size_t(pi)]);
-      const auto stat_sums = [&](std::int64_t j, std::int64_t lane) {
-        const double dxh = double(dyr[j] * at<P>(gam.data() + pi, j));
-        sum_dxh.add(j, lane, dxh);
-        sum_dxh_xh.add(j, lane, dxh * double(xh(j)));
-      };
-      const auto param_sums = [&](std::int64_t j, std::int64_t lane) {
-        sum_dgamma.add(j, lane, double(dyr[j]) * double(xh(j)));
-        sum_dbeta.add(j, lane, double(dyr[j]));
-      };
-      // A run of one statistic takes two loops (the second reads the run from cache), so that only two sums
-      // are kept in registers at a time; a run across statistics keeps none and streams once.
-      if constexpr (S) {
-        blocked(len, [&](std::int64_t j, std::int64_t lane) {
-          stat_sums(j, lane);
-          param_sums(j, lane);
+      const auto dxh = [&](std::int64_t j) { return double(dyr[j] * at<P>(gam + pi, j)); };
+      // Two loops over the run (the second reads it from cache), so that each keeps only its own sums, and
+      // only the sums that are used: RMS has no mean term (c1), an undefined beta no dbeta.
+      if (geo.center)
+        accumulate<S, 2>({&c1[std::size_t(si)], &c2[std::size_t(si)]}, len, [&](std::int64_t j) {
+          const double d = dxh(j);
+          return std::array<double, 2>{d, d * double(xh(j))};
         });
-      } else {
-        blocked(len, stat_sums);
-        blocked(len, param_sums);
-      }
+      else
+        accumulate<S, 1>({&c2[std::size_t(si)]}, len,
+                         [&](std::int64_t j) { return std::array<double, 1>{dxh(j) * double(xh(j))}; });
+      if (buffers.dbeta)
+        accumulate<P, 2>({&dg[std::size_t(pi)], &db[std::size_t(pi)]}, len, [&](std::int64_t j) {
+          return std::array<double, 2>{double(dyr[j]) * double(xh(j)), double(dyr[j])};
+        });
+      else
+        accumulate<P, 1>({&dg[std::size_t(pi)]}, len,
+                         [&](std::int64_t j) { return std::array<double, 1>{double(dyr[j]) * double(xh(j))}; });
     });
-    // dx = rstd * dxh + shift_coef + xh * xh_coef, the coefficients per statistic.
+    // dx = rstd * dxh + shift_coef + xh * xh_coef, the coefficients per statistic (then per slot).
     for (std::int64_t g = 0; g < geo.G; ++g) {
       const double r = double(rstd[g]);
-      double a = geo.center ? -r * c1[std::size_t(g)] / n : 0.0;
-      double c = -r * c2[std::size_t(g)] / n;
-      if (!gm.empty()) a += double(gm[std::size_t(b * geo.G + g)]) / n;
-      if (!gv.empty()) c += 2.0 * double(gv[std::size_t(b * geo.G + g)]) / (n * r);
-      shift_coef[std::size_t(g)] = T(a);
-      xh_coef[std::size_t(g)] = T(c);
+      double a = geo.center ? -r * fold(geo, c1, g) / n : 0.0;
+      double c = -r * fold(geo, c2, g) / n;
+      if (dmean) a += double(dmean[b * geo.G + g]) / n;
+      if (dvar) c += 2.0 * double(dvar[b * geo.G + g]) / (n * r);
+      shift_coef_g[std::size_t(g)] = T(a);
+      xh_coef_g[std::size_t(g)] = T(c);
     }
+    spread(geo, shift_coef_g.data(), shift_coef);
+    spread(geo, xh_coef_g.data(), xh_coef);
     for_each_run(walk, [&]<bool S, bool P>(std::int64_t xi, std::int64_t si, std::int64_t pi, std::int64_t len) {
       const T* xr = xs + xi;
       const T* dyr = dys + xi;
       T* dxr = dxs + xi;
       for (std::int64_t j = 0; j < len; ++j) {
-        const T r = at<S>(rstd + si, j);
-        const T xh = (xr[j] - at<S>(shift + si, j) - at<S>(offset + si, j)) * r;
-        dxr[j] = r * (dyr[j] * at<P>(gam.data() + pi, j)) + at<S>(shift_coef.data() + si, j) +
+        const T r = at<S>(rs + si, j);
+        const T xh = (xr[j] - at<S>(sh + si, j) - at<S>(of + si, j)) * r;
+        dxr[j] = r * (dyr[j] * at<P>(gam + pi, j)) + at<S>(shift_coef.data() + si, j) +
                  xh * at<S>(xh_coef.data() + si, j);
       }
     });
   }
+}
+
+/// Backward, with xh = (x - mean) * rstd and dxh = dy * gamma, per statistic over its n elements:
+///   dx = rstd * (dxh - mean(dxh) - xh * mean(dxh * xh))          (RMS: without the mean(dxh) term)
+///      + dmean / n + dvar * 2 (x - mean) / n                      (batch norm's mean / variance outputs)
+/// dgamma = sum(dy * xh), dbeta = sum(dy) over everything but the parameter's own index.
+template <class T>
+Grads backward_kernel(const Tensor& dyc, const Tensor& xc, const Tensor& gamma, const Tensor& beta,
+                      const Stats& stats, const Geometry& geo, const Tensor& dmean, const Tensor& dvar) {
+  Grads grads{detail::uninitialized(xc.shape(), xc.dtype()), {}, {}};  // every element written below
+  const std::vector<T> gam = param_or(gamma, geo.params(), T(1));
+  const std::vector<T> gm = dmean.defined() ? dmean.to_vector<T>() : std::vector<T>();
+  const std::vector<T> gv = dvar.defined() ? dvar.to_vector<T>() : std::vector<T>();
+  std::vector<double> dg(std::size_t(geo.params())), db(std::size_t(geo.params()));
+  backward_slabs<T>(geo, slab_walk(geo),
+                    {dyc.data<T>(), xc.data<T>(), gam.data(), stats.shift.data<T>(), stats.offset.data<T>(),
+                     stats.rstd.data<T>(), gm.empty() ? nullptr : gm.data(), gv.empty() ? nullptr : gv.data(),
+                     grads.dx.data<T>(), beta.defined()},
+                    dg, db);
   const auto to_tensor = [&](const std::vector<double>& values, const Shape& shape) {
     Tensor t = Tensor::empty(shape, xc.dtype());
     std::transform(values.begin(), values.end(), t.data<T>(), [](double v) { return T(v); });

@@ -49,19 +49,19 @@ bool tune_malloc_once() {
 
 }  // namespace
 
-Storage::Storage(std::size_t bytes) : bytes_(bytes) {
+Storage::Storage(std::size_t bytes, bool zero) : bytes_(bytes) {
   [[maybe_unused]] static const bool malloc_tuned = tune_malloc_once();
   if (bytes <= kInlineBytes) {
     const auto address = reinterpret_cast<std::uintptr_t>(inline_);
     data_ = inline_ + ((kAlignment - address % kAlignment) % kAlignment);
-    std::memset(data_, 0, bytes);
+    if (zero) std::memset(data_, 0, bytes);
     return;
   }
   // aligned_alloc wants a multiple of the alignment.
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
   if (data_ == nullptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
-  std::memset(data_, 0, rounded);
+  if (zero) std::memset(data_, 0, rounded);
 }
 
 Storage::~Storage() {
@@ -70,7 +70,9 @@ Storage::~Storage() {
 
 // ---- factories ----
 
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
+namespace {
+
+Tensor fresh(const Shape& shape, DType dtype, bool zero) {
   check_shape(shape, "Tensor");
   auto impl = std::make_shared<TensorImpl>();
   impl->id = next_tensor_id();
@@ -78,9 +80,15 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   impl->shape = shape;
   impl->strides = contiguous_strides(shape);
   impl->offset = 0;
-  impl->storage = std::make_shared<Storage>(std::size_t(loom::numel(shape)) * dtype_size(dtype));
+  impl->storage = std::make_shared<Storage>(std::size_t(loom::numel(shape)) * dtype_size(dtype), zero);
   return Tensor(std::move(impl));
 }
+
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) { return fresh(shape, dtype, true); }
+
+Tensor detail::uninitialized(const Shape& shape, DType dtype) { return fresh(shape, dtype, false); }
 
 Tensor Tensor::zeros(const Shape& shape, DType dtype) { return empty(shape, dtype); }
 

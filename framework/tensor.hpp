@@ -23,12 +23,13 @@
 
 namespace loom {
 
-/// One 64-byte aligned, zero-initialised buffer. Never resized; shared by a tensor and its views. Small
-/// buffers live inside the Storage object itself, so a small tensor costs one allocation fewer (the fixed
-/// cost of an op on tiny tensors is mostly allocation).
+/// One 64-byte aligned, zero-initialised buffer (left uninitialised with zero = false, for
+/// detail::uninitialized only). Never resized; shared by a tensor and its views. Small buffers live inside the
+/// Storage object itself, so a small tensor costs one allocation fewer (the fixed cost of an op on tiny
+/// tensors is mostly allocation).
 class Storage {
  public:
-  explicit Storage(std::size_t bytes);
+  explicit Storage(std::size_t bytes, bool zero = true);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -130,6 +131,13 @@ class Tensor {
   [[noreturn]] static void throw_undefined();
   std::shared_ptr<TensorImpl> impl_;
 };
+
+namespace detail {
+/// A fresh contiguous tensor whose elements are NOT initialised (Tensor::empty zero-fills). Internal to the
+/// framework, for kernels that write every element before anything reads it: the zero fill would be one
+/// more pass over memory (a fused normalization's output costs about three).
+Tensor uninitialized(const Shape& shape, DType dtype);
+}  // namespace detail
 
 /// A view onto `base`'s storage with new geometry (no copy, not recorded). Used by the view ops.
 Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset);

@@ -271,6 +271,9 @@ TEST_CASE("fused normalizations stay exact for constant inputs and for a mean of
       check_close(values(r.variance), std::vector<double>(8, 0.0), 0.0);
       check_close(values(r.output), std::vector<double>(16, 0.0), 0.0);
       check_close(values(ops::group_norm(x, {}, {}, 4, 1, 1e-3)), std::vector<double>(16, 0.0), 0.0);
+      // Channels last with several rows: the kernels keep per-(group, channel) slots (another code path).
+      check_close(values(ops::group_norm(x.reshape({2, 4, 2}), {}, {}, 1, -1, 1e-3)), std::vector<double>(16, 0.0),
+                  0.0);
       for (double g : values(tape.gradient(ops::sum(y * Tensor::randn({2, 8}, dtype, 3)), {x})[0]))
         CHECK(std::isfinite(g));
     }
@@ -284,6 +287,8 @@ TEST_CASE("fused normalizations stay exact for constant inputs and for a mean of
       const double tol = dtype == DType::f64 ? 1e-9 : 1e-4;
       check_close(values(ops::layer_norm(x, {}, {}, {-1}, 1e-3)), two_pass_rows(xv, 64, 1e-3, true), tol, tol);
       check_close(values(ops::group_norm(x.reshape({16, 4, 16}), {}, {}, 1, 1, 1e-3)),
+                  two_pass_rows(xv, 64, 1e-3, true), tol, tol);
+      check_close(values(ops::group_norm(x.reshape({16, 16, 4}), {}, {}, 1, -1, 1e-3)),
                   two_pass_rows(xv, 64, 1e-3, true), tol, tol);
       // Batch norm over the 16 rows: the transposed problem.
       const auto r = ops::batch_norm(x.transpose().contiguous(), {}, {}, 1, 1e-3);
