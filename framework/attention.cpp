@@ -6,11 +6,13 @@
 #include <string_view>
 
 #include "framework/dispatch.hpp"
+#include "framework/flash_attention.hpp"
 #include "framework/ops_elementwise.hpp"
 #include "framework/ops_linalg.hpp"
 #include "framework/ops_nn.hpp"
 #include "framework/ops_shape.hpp"
 #include "framework/strided.hpp"
+#include "framework/tape.hpp"
 
 namespace loom::ops {
 
@@ -127,12 +129,20 @@ Tensor probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& o
 
 }  // namespace
 
+namespace {
+
+bool use_flash(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+  if (o.impl == AttentionImpl::Flash) return true;
+  if (o.impl == AttentionImpl::Math) return false;
+  return flash_attention::preferred(q.size(2), k.size(2), q.size(3), v.size(3));
+}
+
+}  // namespace
+
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options) {
   validate("scaled_dot_product_attention", q, k, &v, options);
-  check(options.impl != AttentionImpl::Flash,
-        "scaled_dot_product_attention: the flash implementation (AttentionImpl::Flash) is not available in this "
-        "build; use AttentionImpl::Math or AttentionImpl::Auto");
+  if (use_flash(q, k, v, options)) return flash_attention::forward(q, k, v, options);
   if (k.size(2) == 0) return Tensor::zeros({q.size(0), q.size(1), q.size(2), v.size(3)}, q.dtype());
   return matmul(probabilities(q, k, options), v);
 }
@@ -140,6 +150,18 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 Tensor attention_probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& options) {
   validate("attention_probabilities", q, k, nullptr, options);
   return probabilities(q, k, options);
+}
+
+AttentionOutputs scaled_dot_product_attention_with_probabilities(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                                 const AttentionOptions& options) {
+  validate("scaled_dot_product_attention", q, k, &v, options);
+  // Auto keeps differentiable probabilities when a tape watches q or k (flash's are not recorded).
+  const bool flash = options.impl == AttentionImpl::Flash ||
+                     (use_flash(q, k, v, options) && !autograd::needs_recording({&q, &k}));
+  if (flash) return flash_attention::forward_with_probabilities(q, k, v, options);
+  const Tensor p = probabilities(q, k, options);
+  if (k.size(2) == 0) return {Tensor::zeros({q.size(0), q.size(1), q.size(2), v.size(3)}, q.dtype()), p};
+  return {matmul(p, v), p};
 }
 
 }  // namespace loom::ops

@@ -32,4 +32,15 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
 /// options (fully masked rows are zeros). Always computed by the math path (options.impl is not consulted).
 Tensor attention_probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& options = {});
 
+struct AttentionOutputs {
+  Tensor output;         // [B, H, Nq, dv]
+  Tensor probabilities;  // [B, H, Nq, Nk]
+};
+
+/// Both at once. Math: both differentiable. Flash: the output from the tiled kernel (differentiable, first
+/// order) and the probabilities recomputed tile by tile from its saved logsumexp, so the O(Nq*Nk) score
+/// matrix exists only as this result; these probabilities are not recorded on the tape.
+AttentionOutputs scaled_dot_product_attention_with_probabilities(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                                 const AttentionOptions& options = {});
+
 }  // namespace loom::ops

@@ -9,6 +9,7 @@
 #include "framework/ops.hpp"
 #include "framework/random.hpp"
 #include "framework/shape.hpp"
+#include "framework/simd.hpp"
 #include "framework/tape.hpp"
 #include "framework/tensor.hpp"
 #include "framework/variable.hpp"

@@ -285,10 +285,6 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
     mark_built(query.dtype());
   }
   check_inputs(query, value_in, key_in);
-  check(!(want_scores && options_.flash_attention.value_or(false)),
-        "{}: Returning attention scores is not supported when flash attention is enabled. Please disable flash "
-        "attention to access attention scores.",
-        name());
 
   const Tensor mask = explicit_mask(query, value_in, o);
   const Tensor gate = gate_dense_ != nullptr ? (*gate_dense_)(query) : Tensor();
@@ -299,20 +295,28 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
   const std::int64_t window = options_.sliding_window.value_or(0);
 
   Tensor attended, scores;
-  if (options_.dropout == 0.0 && !want_scores && rank_ == 3) {
+  if (options_.dropout == 0.0 && rank_ == 3) {
     // Keras's fused path: the op on [B, N, T, d] views; causal and window stay flags so a tiled kernel can
-    // skip whole blocks.
+    // skip whole blocks. Scores come from the same op (with flash: recomputed from its saved logsumexp).
     const std::vector<std::int64_t> heads_first{0, 2, 1, 3};
     const ops::AttentionImpl impl = !options_.flash_attention ? ops::AttentionImpl::Auto
                                     : *options_.flash_attention ? ops::AttentionImpl::Flash
                                                                 : ops::AttentionImpl::Math;
-    const Tensor o4 = ops::scaled_dot_product_attention(
-        ops::permute(q, heads_first), ops::permute(k, heads_first), ops::permute(v, heads_first),
-        {.mask = mask.defined() && mask.ndim() == 3 ? ops::expand_dims(mask, 1) : mask,
-         .causal = o.use_causal_mask,
-         .scale = scale,
-         .sliding_window = window,
-         .impl = impl});
+    const ops::AttentionOptions attention{.mask = mask.defined() && mask.ndim() == 3 ? ops::expand_dims(mask, 1) : mask,
+                                          .causal = o.use_causal_mask,
+                                          .scale = scale,
+                                          .sliding_window = window,
+                                          .impl = impl};
+    const Tensor qh = ops::permute(q, heads_first), kh = ops::permute(k, heads_first);
+    const Tensor vh = ops::permute(v, heads_first);
+    Tensor o4;
+    if (want_scores) {
+      auto both = ops::scaled_dot_product_attention_with_probabilities(qh, kh, vh, attention);
+      o4 = both.output;
+      scores = both.probabilities;
+    } else {
+      o4 = ops::scaled_dot_product_attention(qh, kh, vh, attention);
+    }
     attended = ops::permute(o4, heads_first);  // [B, T, N, Hv]
   } else {
     // Keras's manual path: the query scaled, einsum scores, masked softmax, dropout, einsum combine.

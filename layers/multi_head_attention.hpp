@@ -14,10 +14,10 @@
 // Masks are boolean (or numbers, nonzero = true) and true means "may attend". A query row with no key it may
 // attend gets zero weights (Keras's manual path), on every path here.
 //
-// The attention itself runs through ops::scaled_dot_product_attention whenever Keras would take its fused
-// path (dropout 0, no scores requested, inputs of rank 3), so the flash implementation speeds the layer up
-// without it changing; otherwise (dropout > 0, scores requested, rank > 3 inputs) it is composed from ops as
-// Keras's manual path.
+// The attention itself runs through ops::scaled_dot_product_attention whenever dropout is 0 and the inputs
+// have rank 3, so the flash implementation speeds the layer up without it changing; scores then come from
+// the same op (with flash, recomputed tile by tile from the saved logsumexp: unlike Keras, flash and scores
+// work together). Otherwise (dropout > 0, rank > 3 inputs) it is composed from ops as Keras's manual path.
 #include <cstdint>
 #include <initializer_list>
 #include <optional>
@@ -54,8 +54,8 @@ struct MultiHeadAttentionOptions {
   std::optional<std::vector<std::int64_t>> attention_axes = std::nullopt;
   /// Query i may attend key j only when |i - j| < sliding_window.
   std::optional<std::int64_t> sliding_window = std::nullopt;
-  /// true: the flash implementation (an error with dropout, or when scores are requested); false: the math
-  /// one; nullopt: the op's choice (Auto). Unlike Keras, a per-layer false does force the math path.
+  /// true: the flash implementation (an error with dropout, as Keras; scores are fine, unlike Keras); false:
+  /// the math one; nullopt: the op's choice (Auto). Unlike Keras, a per-layer false does force the math path.
   std::optional<bool> flash_attention = std::nullopt;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
@@ -100,7 +100,7 @@ class MultiHeadAttention : public Layer {
   using Layer::operator();
   /// query [B, T, Dq], value [B, S, Dv] -> [B, T, E]. Builds the weights from the shapes on the first call.
   Tensor operator()(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options = {});
-  /// The output and the attention scores. An error when flash_attention is true (as Keras).
+  /// The output and the attention scores (with flash they are not recorded on the tape).
   AttentionWithScores call_with_scores(const Tensor& query, const Tensor& value,
                                        const MultiHeadAttentionCall& options = {});
 

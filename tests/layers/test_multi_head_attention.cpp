@@ -425,15 +425,20 @@ TEST_CASE("MultiHeadAttention dropout acts on the probabilities only while train
   check_close(values(scores1), values(plain.call_with_scores(x, x).scores), 1e-12);
 }
 
-TEST_CASE("MultiHeadAttention flash_attention errors follow Keras", "[layers][multi_head_attention]") {
+TEST_CASE("MultiHeadAttention flash_attention: dropout is an error as in Keras, scores work", "[layers][multi_head_attention]") {
   REQUIRE_THROWS_WITH(L::MultiHeadAttention({.num_heads = 2, .key_dim = 2, .dropout = 0.1, .flash_attention = true,
                                              .name = "flashy"}),
                       Catch::Contains("flashy") && Catch::Contains("Dropout is not supported when flash attention"));
+  // Unlike Keras, flash attention returns scores: recomputed from the kernel's saved logsumexp.
   L::MultiHeadAttention flash({.num_heads = 2, .key_dim = 2, .flash_attention = true, .name = "flash_scores"});
+  L::MultiHeadAttention plain({.num_heads = 2, .key_dim = 2, .flash_attention = false});
   const Tensor x = rand64({1, 3, 4}, 18);
-  REQUIRE_THROWS_WITH(flash.call_with_scores(x, x),
-                      Catch::Contains("flash_scores") &&
-                          Catch::Contains("Returning attention scores is not supported when flash attention"));
+  const auto [out, scores] = flash.call_with_scores(x, x, {.use_causal_mask = true});
+  (void)plain(x, x);
+  for (std::size_t i = 0; i < flash.weights().size(); ++i) plain.weights()[i].assign(flash.weights()[i].value());
+  const auto reference = plain.call_with_scores(x, x, {.use_causal_mask = true});
+  check_close(values(out), values(reference.output), 1e-12);
+  check_close(values(scores), values(reference.scores), 1e-12);
   // flash_attention = false forces the math implementation; with dropout that is fine.
   L::MultiHeadAttention math({.num_heads = 2, .key_dim = 2, .dropout = 0.1, .flash_attention = false});
   CHECK(math(x, x).shape() == Shape{1, 3, 4});

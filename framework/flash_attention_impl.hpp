@@ -1,0 +1,409 @@
+#pragma once
+// The flash attention kernels, written once over the scalar type T and a vector type: xsimd::batch<T, Arch>
+// or, for the scalar reference, T itself (Arch = Scalar, width 1). Include this header ONLY from the
+// per-ISA translation units (flash_attention_{scalar,avx2,avx512}.cpp), each compiled with its ISA's flags:
+// everything here has internal linkage (anonymous namespace), so no instantiation compiled for one ISA can
+// be merged by the linker into code that runs on another. The units export only a KernelTable of pointers.
+//
+// Algorithm (FlashAttention-2, Dao 2023), per head, with the score tile kept TRANSPOSED, S^T[c][r] (key c,
+// query r, kBlockQ queries along the vector lanes): both products are then "broadcast one element x a
+// contiguous row", and the softmax's row max / row sum over keys are vertical (lane-wise) operations, with no
+// horizontal shuffles. Two register-blocked micro-kernels serve the forward and the backward:
+//   gemm_bt : C[c][r]  = sum_k A[c][k] * Bt[k][r]      (S^T = K Q^T, dP^T = V dO^T; Bt packed per q block)
+//   gemm_acc: C[x][y] += sum_z A(x, z) * B[z][y]        (O += P V, dV += P^T dO, dK += dS^T Q, dQ += dS K;
+//                                                        A read through strides, B and C rows contiguous)
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include <xsimd/xsimd.hpp>
+
+#include "framework/flash_attention_kernels.hpp"
+
+namespace loom::flash {
+namespace {
+
+/// Arch tag of the scalar reference path.
+struct Scalar {};
+
+template <class T, class Arch>
+struct Vec {
+  using V = xsimd::batch<T, Arch>;
+  static constexpr std::int64_t width = std::int64_t(V::size);
+  // Register blocking: 32 zmm registers hold 4 x 4 accumulators plus operands; 16 ymm hold 4 x 2.
+  static constexpr int rows = 4;
+  static constexpr int vectors = sizeof(V) >= 64 ? 4 : 2;
+  static V load(const T* p) { return V::load_unaligned(p); }
+  static void store(T* p, const V& v) { v.store_unaligned(p); }
+  static V set(T x) { return V(x); }
+  static V exp(const V& x) { return xsimd::exp(x); }
+  static V max(const V& a, const V& b) { return xsimd::max(a, b); }
+  /// -inf -> 0: the shift of a row that has seen no allowed key yet, so exp(-inf - shift) = 0, never NaN.
+  static V finite_or_zero(const V& x) {
+    return xsimd::select(x == V(-std::numeric_limits<T>::infinity()), V(T(0)), x);
+  }
+};
+
+template <class T>
+struct Vec<T, Scalar> {
+  using V = T;
+  static constexpr std::int64_t width = 1;
+  static constexpr int rows = 4;
+  static constexpr int vectors = 4;
+  static V load(const T* p) { return *p; }
+  static void store(T* p, V v) { *p = v; }
+  static V set(T x) { return x; }
+  static V exp(V x) { return std::exp(x); }
+  static V max(V a, V b) { return a < b ? b : a; }
+  static V finite_or_zero(V x) { return x == -std::numeric_limits<T>::infinity() ? T(0) : x; }
+};
+
+template <class T, class Arch>
+struct Kernel {
+  using S = Vec<T, Arch>;
+  using V = typename S::V;
+  static constexpr std::int64_t W = S::width;
+  static constexpr std::int64_t Br = kBlockQ, Bc = kBlockK;
+  static constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+  static_assert(Br % (W * S::vectors) == 0, "kBlockQ must hold whole register blocks");
+
+  // ---- micro-kernels ----
+
+  template <int MR, int RN>
+  static void tile_bt(const T* a, std::int64_t lda, const T* bt, std::int64_t depth, T* c) {
+    V acc[MR][RN];
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < RN; ++j) acc[i][j] = S::set(T(0));
+    for (std::int64_t k = 0; k < depth; ++k) {
+      V b[RN];
+      for (int j = 0; j < RN; ++j) b[j] = S::load(bt + k * Br + j * W);
+      for (int i = 0; i < MR; ++i) {
+        const V ai = S::set(a[i * lda + k]);
+        for (int j = 0; j < RN; ++j) acc[i][j] = ai * b[j] + acc[i][j];  // contracted to FMA in the ISA units
+      }
+    }
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < RN; ++j) S::store(c + i * Br + j * W, acc[i][j]);
+  }
+
+  /// c[row][r] = sum_k a[row][k] * bt[k][r] for rows < nrows and all Br columns r.
+  static void gemm_bt(const T* a, std::int64_t lda, std::int64_t nrows, const T* bt, std::int64_t depth, T* c) {
+    constexpr int MR = S::rows, RN = S::vectors;
+    for (std::int64_t col = 0; col < Br; col += RN * W) {
+      std::int64_t row = 0;
+      for (; row + MR <= nrows; row += MR) tile_bt<MR, RN>(a + row * lda, lda, bt + col, depth, c + row * Br + col);
+      for (; row < nrows; ++row) tile_bt<1, RN>(a + row * lda, lda, bt + col, depth, c + row * Br + col);
+    }
+  }
+
+  template <int MR, int RN>
+  static void tile_acc(const T* a, std::int64_t ax, std::int64_t az, std::int64_t nz, const T* b, std::int64_t ldb,
+                       T* c, std::int64_t ldc) {
+    V acc[MR][RN];
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < RN; ++j) acc[i][j] = S::load(c + i * ldc + j * W);
+    for (std::int64_t z = 0; z < nz; ++z) {
+      V bz[RN];
+      for (int j = 0; j < RN; ++j) bz[j] = S::load(b + z * ldb + j * W);
+      for (int i = 0; i < MR; ++i) {
+        const V ai = S::set(a[i * ax + z * az]);
+        for (int j = 0; j < RN; ++j) acc[i][j] = ai * bz[j] + acc[i][j];
+      }
+    }
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < RN; ++j) S::store(c + i * ldc + j * W, acc[i][j]);
+  }
+
+  /// c[x][y] += sum_z a[x*ax + z*az] * b[z][y] for x < nx, z < nz, y < ny (ny a multiple of kPad).
+  static void gemm_acc(std::int64_t nx, std::int64_t nz, const T* a, std::int64_t ax, std::int64_t az, const T* b,
+                       std::int64_t ldb, std::int64_t ny, T* c, std::int64_t ldc) {
+    constexpr int MR = S::rows, RN = S::vectors;
+    auto columns = [&]<int N>(std::int64_t y) {
+      std::int64_t x = 0;
+      for (; x + MR <= nx; x += MR) tile_acc<MR, N>(a + x * ax, ax, az, nz, b + y, ldb, c + x * ldc + y, ldc);
+      for (; x < nx; ++x) tile_acc<1, N>(a + x * ax, ax, az, nz, b + y, ldb, c + x * ldc + y, ldc);
+    };
+    std::int64_t y = 0;
+    for (; y + RN * W <= ny; y += RN * W) columns.template operator()<RN>(y);
+    for (; y < ny; y += W) columns.template operator()<1>(y);
+  }
+
+  // ---- helpers ----
+
+  /// Rows [n0, n1) of a [*, dim] buffer with rows padded to dimp: the rows themselves when no padding is
+  /// needed, else a zero-padded copy in buf.
+  static const T* rows(const T* src, std::int64_t n0, std::int64_t n1, std::int64_t dim, std::int64_t dimp, T* buf) {
+    if (dim == dimp) return src + n0 * dim;
+    for (std::int64_t n = n0; n < n1; ++n)
+      for (std::int64_t c = 0; c < dimp; ++c) buf[(n - n0) * dimp + c] = c < dim ? src[n * dim + c] : T(0);
+    return buf;
+  }
+
+  /// Bt[k][r] = factor * src[i0 + r][k], zero beyond nr rows and dim columns.
+  static void pack_transposed(const T* src, std::int64_t i0, std::int64_t nr, std::int64_t dim, std::int64_t dimp,
+                              T factor, T* bt) {
+    for (std::int64_t k = 0; k < dimp; ++k)
+      for (std::int64_t r = 0; r < Br; ++r) bt[k * Br + r] = (k < dim && r < nr) ? factor * src[(i0 + r) * dim + k] : T(0);
+  }
+
+  /// Keys [jlo, jhi) that queries [i0, i0 + nr) may reach under the causal and window structure.
+  static void key_range(const Problem<T>& p, std::int64_t i0, std::int64_t nr, std::int64_t& jlo, std::int64_t& jhi) {
+    jlo = 0;
+    jhi = p.nk;
+    if (p.causal) jhi = std::min(jhi, i0 + nr);
+    if (p.window > 0) {
+      jlo = std::max<std::int64_t>(0, i0 - p.window + 1);
+      jhi = std::min(jhi, i0 + nr - 1 + p.window);
+    }
+  }
+
+  static bool tile_is_partial(const Problem<T>& p, std::int64_t i0, std::int64_t nr, std::int64_t j0, std::int64_t nc) {
+    return p.mask != nullptr || (p.causal && j0 + nc - 1 > i0) ||
+           (p.window > 0 && (j0 + nc - 1 - i0 >= p.window || i0 + nr - 1 - j0 >= p.window));
+  }
+
+  /// Sets the disallowed entries of the tile S^T (keys j0.., queries i0..) to -inf.
+  static void apply_mask(const Problem<T>& p, std::int64_t bh, std::int64_t i0, std::int64_t nr, std::int64_t j0,
+                         std::int64_t nc, T* s) {
+    // Causal and window allow one interval of keys per query: only the entries outside it are touched.
+    for (std::int64_t r = 0; r < nr; ++r) {
+      const std::int64_t i = i0 + r;
+      std::int64_t lo = 0, hi = nc;  // allowed: c in [lo, hi)
+      if (p.causal) hi = std::min(hi, i - j0 + 1);
+      if (p.window > 0) {
+        lo = std::max(lo, i - p.window + 1 - j0);
+        hi = std::min(hi, i + p.window - j0);
+      }
+      lo = std::min(std::max<std::int64_t>(lo, 0), nc);
+      hi = std::max(hi, lo);
+      for (std::int64_t c = 0; c < lo; ++c) s[c * Br + r] = kNegInf;
+      for (std::int64_t c = hi; c < nc; ++c) s[c * Br + r] = kNegInf;
+    }
+    if (p.mask == nullptr) return;
+    const std::uint8_t* mask = p.mask + (bh / p.heads) * p.mask_b + (bh % p.heads) * p.mask_h;
+    for (std::int64_t c = 0; c < nc; ++c)
+      for (std::int64_t r = 0; r < nr; ++r)
+        if (mask[(i0 + r) * p.mask_i + (j0 + c) * p.mask_j] == 0) s[c * Br + r] = kNegInf;
+  }
+
+  /// S^T <- exp(S^T - lse[r]): the exact probabilities from the saved logsumexp (+inf rows give 0).
+  static void exp_minus(T* s, std::int64_t nc, const T* lse) {
+    for (std::int64_t r = 0; r < Br; r += W) {
+      const V l = S::load(lse + r);
+      for (std::int64_t c = 0; c < nc; ++c) S::store(s + c * Br + r, S::exp(S::load(s + c * Br + r) - l));
+    }
+  }
+
+  // ---- kernels ----
+
+  /// The online-softmax state of one block of Br queries.
+  struct QueryBlock {
+    std::int64_t i0, nr, jlo, jhi;
+    T *qt, *o, *m, *l;
+    bool started;
+  };
+
+  /// Adds keys [j0, j0 + nc) (rows krows, vrows) to the state of query block b; s and alpha are scratch.
+  static void forward_tile(const Problem<T>& p, std::int64_t bh, QueryBlock& b, std::int64_t j0, std::int64_t nc,
+                           const T* krows, const T* vrows, T* s, T* alpha) {
+    const std::int64_t dp = padded(p.d), dvp = padded(p.dv);
+    gemm_bt(krows, dp, nc, b.qt, dp, s);
+    if (tile_is_partial(p, b.i0, b.nr, j0, nc)) apply_mask(p, bh, b.i0, b.nr, j0, nc, s);
+    // Online softmax, Br queries per pass along the lanes.
+    for (std::int64_t r = 0; r < Br; r += W) {
+      const V old_max = S::load(b.m + r);
+      V new_max = old_max;
+      for (std::int64_t c = 0; c < nc; ++c) new_max = S::max(new_max, S::load(s + c * Br + r));
+      const V shift = S::finite_or_zero(new_max);
+      const V a = S::exp(old_max - shift);
+      V sum = S::set(T(0));
+      for (std::int64_t c = 0; c < nc; ++c) {
+        const V e = S::exp(S::load(s + c * Br + r) - shift);
+        S::store(s + c * Br + r, e);
+        sum = sum + e;
+      }
+      S::store(b.l + r, a * S::load(b.l + r) + sum);
+      S::store(b.m + r, new_max);
+      S::store(alpha + r, a);
+    }
+    if (b.started)  // before the first tile O = 0: nothing to rescale
+      for (std::int64_t r = 0; r < b.nr; ++r)
+        if (alpha[r] != T(1))
+          for (std::int64_t c = 0; c < dvp; ++c) b.o[r * dvp + c] *= alpha[r];
+    b.started = true;
+    gemm_acc(b.nr, nc, s, 1, Br, vrows, dvp, dvp, b.o, dvp);
+  }
+
+  /// Output rows of query blocks [g*group, (g+1)*group) of head bh. The blocks of a group walk the keys
+  /// together, so each key/value tile fetched from L2/L3 serves `group` query blocks.
+  static void forward_block(const Problem<T>& p, T* scratch, std::int64_t bh, std::int64_t g) {
+    const std::int64_t d = p.d, dv = p.dv, dp = padded(d), dvp = padded(dv);
+    const std::int64_t nqb = (p.nq + Br - 1) / Br, first = g * p.group;
+    const std::int64_t count = std::min(p.group, nqb - first);
+    T* s = scratch;
+    T* alpha = s + Bc * Br;
+    T* state = alpha + Br;
+    QueryBlock blocks[kMaxGroup];
+    std::int64_t jlo = p.nk, jhi = 0;
+    const T* q = p.q + bh * p.nq * d;
+    for (std::int64_t n = 0; n < count; ++n) {
+      QueryBlock& b = blocks[n];
+      b.i0 = (first + n) * Br;
+      b.nr = std::min(Br, p.nq - b.i0);
+      key_range(p, b.i0, b.nr, b.jlo, b.jhi);
+      b.qt = state + n * (dp * Br + Br * dvp + 2 * Br);
+      b.o = b.qt + dp * Br;
+      b.m = b.o + Br * dvp;
+      b.l = b.m + Br;
+      b.started = false;
+      pack_transposed(q, b.i0, b.nr, d, dp, p.scale, b.qt);
+      for (std::int64_t r = 0; r < Br; ++r) {
+        b.m[r] = kNegInf;
+        b.l[r] = T(0);
+      }
+      for (std::int64_t x = 0; x < Br * dvp; ++x) b.o[x] = T(0);
+      if (b.jlo < b.jhi) {
+        jlo = std::min(jlo, b.jlo);
+        jhi = std::max(jhi, b.jhi);
+      }
+    }
+    T* kbuf = state + p.group * (dp * Br + Br * dvp + 2 * Br);
+    T* vbuf = kbuf + (p.nk + Bc) * dp;
+    const T* krows = jhi > jlo ? rows(p.k + bh * p.nk * d, jlo, jhi, d, dp, kbuf) : nullptr;
+    const T* vrows = jhi > jlo ? rows(p.v + bh * p.nk * dv, jlo, jhi, dv, dvp, vbuf) : nullptr;
+    for (std::int64_t j0 = jlo; j0 < jhi; j0 += Bc) {
+      const std::int64_t j1 = std::min(j0 + Bc, jhi);
+      for (std::int64_t n = 0; n < count; ++n) {
+        QueryBlock& b = blocks[n];
+        const std::int64_t a0 = std::max(j0, b.jlo), a1 = std::min(j1, b.jhi);  // this block's part of the tile
+        if (a0 < a1)
+          forward_tile(p, bh, b, a0, a1 - a0, krows + (a0 - jlo) * dp, vrows + (a0 - jlo) * dvp, s, alpha);
+      }
+    }
+    for (std::int64_t n = 0; n < count; ++n) {
+      const QueryBlock& b = blocks[n];
+      T* out = p.o + (bh * p.nq + b.i0) * dv;
+      T* lse = p.lse + bh * p.nq + b.i0;
+      for (std::int64_t r = 0; r < b.nr; ++r) {
+        const bool empty = b.l[r] == T(0);
+        const T inv = empty ? T(0) : T(1) / b.l[r];
+        for (std::int64_t c = 0; c < dv; ++c) out[r * dv + c] = b.o[r * dvp + c] * inv;
+        lse[r] = empty ? std::numeric_limits<T>::infinity() : b.m[r] + std::log(b.l[r]);
+      }
+    }
+  }
+
+  /// Key blocks [kb0, kb1) of head bh: writes their rows of dk and dv, and these keys' share of dq (scaled,
+  /// all rows) to dq.
+  static void backward_head(const Problem<T>& p, T* scratch, std::int64_t bh, std::int64_t kb0, std::int64_t kb1,
+                            T* dq) {
+    const std::int64_t nq = p.nq, nk = p.nk, d = p.d, dv = p.dv, dp = padded(d), dvp = padded(dv);
+    const std::int64_t nqb = (nq + Br - 1) / Br, nqp = nqb * Br;
+    T* qt = scratch;          // [nqb][dp][Br], scaled
+    T* dot = qt + nqp * dp;   // [nqb][dvp][Br]
+    T* qbuf = dot + nqp * dvp;
+    T* dobuf = qbuf + nqp * dp;
+    T* dqacc = dobuf + nqp * dvp;
+    T* lse = dqacc + nqp * dp;
+    T* dsum = lse + nqp;
+    T* s = dsum + nqp;
+    T* ds = s + Bc * Br;
+    T* dkacc = ds + Bc * Br;
+    T* dvacc = dkacc + Bc * dp;
+    T* kbuf = dvacc + Bc * dvp;
+    T* vbuf = kbuf + (nk + Bc) * dp;
+
+    const T* q = p.q + bh * nq * d;
+    const T* dout = p.dout + bh * nq * dv;
+    const T* out = p.o + bh * nq * dv;
+    for (std::int64_t b = 0; b < nqb; ++b) {
+      const std::int64_t nr = std::min(Br, nq - b * Br);
+      pack_transposed(q, b * Br, nr, d, dp, p.scale, qt + b * dp * Br);
+      pack_transposed(dout, b * Br, nr, dv, dvp, T(1), dot + b * dvp * Br);
+    }
+    const T* qrows = rows(q, 0, nq, d, dp, qbuf);
+    const T* dorows = rows(dout, 0, nq, dv, dvp, dobuf);
+    const T* krows = rows(p.k + bh * nk * d, 0, nk, d, dp, kbuf);
+    const T* vrows = rows(p.v + bh * nk * dv, 0, nk, dv, dvp, vbuf);
+    for (std::int64_t i = 0; i < nqp; ++i) {
+      // Padded queries get lse = +inf, so their probabilities (and dS) are exactly 0.
+      lse[i] = i < nq ? p.lse[bh * nq + i] : std::numeric_limits<T>::infinity();
+      T dot_product = T(0);  // D_i = rowsum(dO * O)
+      for (std::int64_t c = 0; i < nq && c < dv; ++c) dot_product += dout[i * dv + c] * out[i * dv + c];
+      dsum[i] = dot_product;
+    }
+    for (std::int64_t n = 0; n < nqp * dp; ++n) dqacc[n] = T(0);
+
+    T* dk = p.dk + bh * nk * d;
+    T* dvv = p.dvv + bh * nk * dv;
+    for (std::int64_t j0 = kb0 * Bc; j0 < std::min(nk, kb1 * Bc); j0 += Bc) {
+      const std::int64_t nc = std::min(Bc, nk - j0);
+      for (std::int64_t n = 0; n < nc * dp; ++n) dkacc[n] = T(0);
+      for (std::int64_t n = 0; n < nc * dvp; ++n) dvacc[n] = T(0);
+      // Queries that may see keys [j0, j0 + nc).
+      std::int64_t ilo = p.causal ? j0 : 0, ihi = nq;
+      if (p.window > 0) {
+        ilo = std::max<std::int64_t>(ilo, j0 - p.window + 1);
+        ihi = std::min(ihi, j0 + nc - 1 + p.window);
+      }
+      for (std::int64_t b = ilo / Br; ilo < ihi && b <= (ihi - 1) / Br; ++b) {
+        const std::int64_t i0 = b * Br, nr = std::min(Br, nq - i0);
+        gemm_bt(krows + j0 * dp, dp, nc, qt + b * dp * Br, dp, s);
+        if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s);
+        exp_minus(s, nc, lse + i0);                                                // P^T
+        gemm_acc(nc, nr, s, Br, 1, dorows + i0 * dvp, dvp, dvp, dvacc, dvp);       // dV += P^T dO
+        gemm_bt(vrows + j0 * dvp, dvp, nc, dot + b * dvp * Br, dvp, ds);            // dP^T = V dO^T
+        for (std::int64_t r = 0; r < Br; r += W) {                                 // dS^T = P^T (dP^T - D)
+          const V dr = S::load(dsum + i0 + r);
+          for (std::int64_t c = 0; c < nc; ++c)
+            S::store(ds + c * Br + r, S::load(s + c * Br + r) * (S::load(ds + c * Br + r) - dr));
+        }
+        gemm_acc(nc, nr, ds, Br, 1, qrows + i0 * dp, dp, dp, dkacc, dp);            // dK += dS^T Q
+        gemm_acc(nr, nc, ds, 1, Br, krows + j0 * dp, dp, dp, dqacc + i0 * dp, dp);  // dQ += dS K
+      }
+      for (std::int64_t c = 0; c < nc; ++c) {
+        for (std::int64_t x = 0; x < d; ++x) dk[(j0 + c) * d + x] = p.scale * dkacc[c * dp + x];
+        for (std::int64_t x = 0; x < dv; ++x) dvv[(j0 + c) * dv + x] = dvacc[c * dvp + x];
+      }
+    }
+    for (std::int64_t i = 0; i < nq; ++i)
+      for (std::int64_t x = 0; x < d; ++x) dq[i * d + x] = p.scale * dqacc[i * dp + x];
+  }
+
+  static void probabilities_block(const Problem<T>& p, T* scratch, std::int64_t bh, std::int64_t qb) {
+    const std::int64_t d = p.d, dp = padded(d);
+    const std::int64_t i0 = qb * Br, nr = std::min(Br, p.nq - i0);
+    T* qt = scratch;
+    T* s = qt + dp * Br;
+    T* lse = s + Bc * Br;
+    T* kbuf = lse + Br;
+    pack_transposed(p.q + bh * p.nq * d, i0, nr, d, dp, p.scale, qt);
+    for (std::int64_t r = 0; r < Br; ++r)
+      lse[r] = r < nr ? p.lse[bh * p.nq + i0 + r] : std::numeric_limits<T>::infinity();
+    std::int64_t jlo = 0, jhi = 0;
+    key_range(p, i0, nr, jlo, jhi);
+    if (jhi <= jlo) return;  // the output starts at zero
+    const T* krows = rows(p.k + bh * p.nk * d, jlo, jhi, d, dp, kbuf);
+    T* out = p.p + (bh * p.nq + i0) * p.nk;
+    for (std::int64_t j0 = jlo; j0 < jhi; j0 += Bc) {
+      const std::int64_t nc = std::min(Bc, jhi - j0);
+      gemm_bt(krows + (j0 - jlo) * dp, dp, nc, qt, dp, s);
+      if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s);
+      exp_minus(s, nc, lse);
+      for (std::int64_t r = 0; r < nr; ++r)
+        for (std::int64_t c = 0; c < nc; ++c) out[r * p.nk + j0 + c] = s[c * Br + r];
+    }
+  }
+};
+
+template <class Arch>
+constexpr KernelTable make_table() {
+  return {{&Kernel<float, Arch>::forward_block, &Kernel<float, Arch>::backward_head,
+           &Kernel<float, Arch>::probabilities_block},
+          {&Kernel<double, Arch>::forward_block, &Kernel<double, Arch>::backward_head,
+           &Kernel<double, Arch>::probabilities_block}};
+}
+
+}  // namespace
+}  // namespace loom::flash
