@@ -87,14 +87,34 @@ struct Kernel {
       for (int j = 0; j < RN; ++j) S::store(c + i * Br + j * W, acc[i][j]);
   }
 
-  /// c[row][r] = sum_k a[row][k] * bt[k][r] for rows < nrows and all Br columns r.
-  static void gemm_bt(const T* a, std::int64_t lda, std::int64_t nrows, const T* bt, std::int64_t depth, T* c) {
+  /// Keys [lo[v], hi[v]) of a tile that the queries of lane vector v (lanes [v*W, v*W + W)) may reach. Both
+  /// bounds are nondecreasing in v (causal and window are bands), so the vectors needing a key are contiguous.
+  struct Band {
+    std::int64_t lo[Br / W], hi[Br / W];
+  };
+
+  /// c[row][r] = sum_k a[row][k] * bt[k][r] for rows < nrows, over all Br columns r, or with a band only over
+  /// the vectors that need the row: the band's edge tiles skip their out-of-band half.
+  static void gemm_bt(const T* a, std::int64_t lda, std::int64_t nrows, const T* bt, std::int64_t depth, T* c,
+                      const Band* band = nullptr) {
     constexpr int MR = S::rows, RN = S::vectors;
-    for (std::int64_t col = 0; col < Br; col += RN * W) {
-      std::int64_t row = 0;
-      for (; row + MR <= nrows; row += MR) tile_bt<MR, RN>(a + row * lda, lda, bt + col, depth, c + row * Br + col);
-      for (; row < nrows; ++row) tile_bt<1, RN>(a + row * lda, lda, bt + col, depth, c + row * Br + col);
-    }
+    constexpr int NV = int(Br / W);
+    auto block = [&]<int M>(std::int64_t row) {
+      int v0 = 0, v1 = NV;
+      if (band != nullptr) {
+        while (v0 < NV && band->hi[v0] <= row) ++v0;
+        while (v1 > v0 && band->lo[v1 - 1] >= row + M) --v1;
+      }
+      int v = v0;
+      for (; v + RN <= v1; v += RN) tile_bt<M, RN>(a + row * lda, lda, bt + v * W, depth, c + row * Br + v * W);
+      // Two vectors still keep 2 * MR independent FMA chains in flight; one is latency-bound.
+      if constexpr (RN > 2)
+        for (; v + 2 <= v1; v += 2) tile_bt<M, 2>(a + row * lda, lda, bt + v * W, depth, c + row * Br + v * W);
+      for (; v < v1; ++v) tile_bt<M, 1>(a + row * lda, lda, bt + v * W, depth, c + row * Br + v * W);
+    };
+    std::int64_t row = 0;
+    for (; row + MR <= nrows; row += MR) block.template operator()<MR>(row);
+    for (; row < nrows; ++row) block.template operator()<1>(row);
   }
 
   template <int MR, int RN>
@@ -143,8 +163,9 @@ struct Kernel {
   /// Bt[k][r] = factor * src[i0 + r][k], zero beyond nr rows and dim columns.
   static void pack_transposed(const T* src, std::int64_t i0, std::int64_t nr, std::int64_t dim, std::int64_t dimp,
                               T factor, T* bt) {
-    for (std::int64_t k = 0; k < dimp; ++k)
-      for (std::int64_t r = 0; r < Br; ++r) bt[k * Br + r] = (k < dim && r < nr) ? factor * src[(i0 + r) * dim + k] : T(0);
+    // Rows of src in order, so they stream from memory; the scattered writes land in one block, in L1.
+    for (std::int64_t r = 0; r < Br; ++r)
+      for (std::int64_t k = 0; k < dimp; ++k) bt[k * Br + r] = (k < dim && r < nr) ? factor * src[(i0 + r) * dim + k] : T(0);
   }
 
   /// Keys [jlo, jhi) that queries [i0, i0 + nr) may reach under the causal and window structure.
@@ -208,17 +229,33 @@ struct Kernel {
   static void forward_tile(const Problem<T>& p, std::int64_t bh, QueryBlock& b, std::int64_t j0, std::int64_t nc,
                            const T* krows, const T* vrows, T* s, T* alpha) {
     const std::int64_t dp = padded(p.d), dvp = padded(p.dv);
-    gemm_bt(krows, dp, nc, b.qt, dp, s);
+    Band band;
+    for (std::int64_t v = 0; v < Br / W; ++v) {
+      std::int64_t lo = nc, hi = nc;  // padded lanes need no key
+      if (v * W < b.nr) {
+        key_range(p, b.i0 + v * W, std::min(W, b.nr - v * W), lo, hi);
+        lo = std::clamp<std::int64_t>(lo - j0, 0, nc);
+        hi = std::max(lo, std::clamp<std::int64_t>(hi - j0, 0, nc));
+      }
+      band.lo[v] = lo;
+      band.hi[v] = hi;
+    }
+    gemm_bt(krows, dp, nc, b.qt, dp, s, &band);
     if (tile_is_partial(p, b.i0, b.nr, j0, nc)) apply_mask(p, bh, b.i0, b.nr, j0, nc, s);
-    // Online softmax, Br queries per pass along the lanes.
-    for (std::int64_t r = 0; r < Br; r += W) {
+    // Online softmax, W queries per pass along the lanes, over the keys their vector needs.
+    for (std::int64_t v = 0, r = 0; r < Br; ++v, r += W) {
+      const std::int64_t lo = band.lo[v], hi = band.hi[v];
+      if (lo == hi) {
+        S::store(alpha + r, S::set(T(1)));
+        continue;
+      }
       const V old_max = S::load(b.m + r);
       V new_max = old_max;
-      for (std::int64_t c = 0; c < nc; ++c) new_max = S::max(new_max, S::load(s + c * Br + r));
+      for (std::int64_t c = lo; c < hi; ++c) new_max = S::max(new_max, S::load(s + c * Br + r));
       const V shift = S::finite_or_zero(new_max);
       const V a = S::exp(old_max - shift);
       V sum = S::set(T(0));
-      for (std::int64_t c = 0; c < nc; ++c) {
+      for (std::int64_t c = lo; c < hi; ++c) {
         const V e = S::exp(S::load(s + c * Br + r) - shift);
         S::store(s + c * Br + r, e);
         sum = sum + e;
@@ -232,7 +269,14 @@ struct Kernel {
         if (alpha[r] != T(1))
           for (std::int64_t c = 0; c < dvp; ++c) b.o[r * dvp + c] *= alpha[r];
     b.started = true;
-    gemm_acc(b.nr, nc, s, 1, Br, vrows, dvp, dvp, b.o, dvp);
+    // O += P V, one product per run of vectors with the same keys.
+    for (std::int64_t v = 0; v * W < b.nr;) {
+      std::int64_t e = v + 1;
+      while (e * W < b.nr && band.lo[e] == band.lo[v] && band.hi[e] == band.hi[v]) ++e;
+      const std::int64_t x0 = v * W, x1 = std::min(e * W, b.nr), lo = band.lo[v], hi = band.hi[v];
+      if (lo < hi) gemm_acc(x1 - x0, hi - lo, s + lo * Br + x0, 1, Br, vrows + lo * dvp, dvp, dvp, b.o + x0 * dvp, dvp);
+      v = e;
+    }
   }
 
   /// Output rows of query blocks [g*group, (g+1)*group) of head bh. The blocks of a group walk the keys
