@@ -4,6 +4,7 @@
 //   # comment
 //   case <name> <word>... <key>=<value>...       starts a case: words are positional, key=value pairs options
 //   <array> <rank> <dims...> <values...>          a row-major array of the current case
+//   <key> <value>                                 a scalar of the current case, kept with its options
 //
 // Include after <catch2/catch.hpp>.
 #include <catch2/catch.hpp>
@@ -30,6 +31,7 @@ struct FixtureCase {
   std::vector<std::string> words;
   std::map<std::string, std::string> options;
   std::map<std::string, FixtureArray> arrays;
+  std::vector<std::string> array_names;  // in file order: some fixtures list weights in their layer's order
 
   bool has(const std::string& array) const { return arrays.count(array) != 0; }
   const FixtureArray& array(const std::string& key) const {
@@ -71,14 +73,21 @@ inline std::vector<FixtureCase> read_fixture_cases(const std::string& file_name)
       continue;
     }
     REQUIRE(!cases.empty());
+    std::string first;
+    in >> first;
+    // An array has a rank and at least one dimension or value after it, so a lone word is a scalar.
+    if ((in >> std::ws).eof()) {
+      REQUIRE(!first.empty());
+      cases.back().options[key] = first;
+      continue;
+    }
     FixtureArray a;
-    std::size_t rank = 0;
-    in >> rank;
-    a.shape.resize(rank);
+    a.shape.resize(std::stoull(first));
     for (auto& d : a.shape) in >> d;
     for (double v; in >> v;) a.values.push_back(v);
     REQUIRE(std::int64_t(a.values.size()) == numel(a.shape));
     cases.back().arrays[key] = a;
+    cases.back().array_names.push_back(key);
   }
   return cases;
 }

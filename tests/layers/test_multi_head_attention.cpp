@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -9,6 +8,7 @@
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
 #include "layers/multi_head_attention.hpp"
+#include "tests/fixture_reader.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
@@ -17,59 +17,22 @@ namespace L = loom::layers;
 
 namespace {
 
-struct Array {
-  Shape shape;
-  std::vector<double> values;
-  Tensor tensor(DType dtype = DType::f64) const { return Tensor::from_vector(values, shape).to(dtype); }
-};
-
-/// One case of tests/fixtures/mha_fixtures.txt (see make_mha_fixtures.py for the format).
-struct MhaCase {
-  std::string name;
-  std::map<std::string, std::string> options;
-  std::int64_t count_params = 0;
-  std::map<std::string, Array> arrays;
-  std::vector<std::string> weights;  // weight paths in the fixture's (Keras's) order
-  bool has(const std::string& key) const { return arrays.count(key) != 0; }
-};
-
-std::vector<MhaCase> read_cases() {
-  std::ifstream file(std::string(LOOM_FIXTURES_DIR) + "/mha_fixtures.txt");
-  REQUIRE(file.good());
-  std::vector<MhaCase> cases;
-  std::string line;
-  while (std::getline(file, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream in(line);
-    std::string key;
-    in >> key;
-    if (key == "case") {
-      MhaCase c;
-      in >> c.name;
-      for (std::string option; in >> option;) {
-        const auto eq = option.find('=');
-        REQUIRE(eq != std::string::npos);
-        c.options[option.substr(0, eq)] = option.substr(eq + 1);
-      }
-      cases.push_back(c);
-      continue;
-    }
-    REQUIRE(!cases.empty());
-    if (key == "count_params") {
-      in >> cases.back().count_params;
-      continue;
-    }
-    Array a;
-    std::size_t rank = 0;
-    in >> rank;
-    a.shape.resize(rank);
-    for (auto& d : a.shape) in >> d;
-    for (double v; in >> v;) a.values.push_back(v);
-    REQUIRE(std::int64_t(a.values.size()) == numel(a.shape));
-    if (key.rfind("weight:", 0) == 0) cases.back().weights.push_back(key.substr(7));
-    cases.back().arrays[key] = a;
+/// The cases of tests/fixtures/mha_fixtures.txt (see make_mha_fixtures.py for the format).
+std::vector<FixtureCase> read_cases() {
+  auto cases = read_fixture_cases("mha_fixtures.txt");
+  for (const auto& c : cases) {
+    INFO("case " << c.name);
+    REQUIRE(c.words.empty());  // every setting is a key=value option
   }
   return cases;
+}
+
+/// The case's weight paths in the fixture's (Keras's) order.
+std::vector<std::string> weight_paths(const FixtureCase& c) {
+  std::vector<std::string> paths;
+  for (const auto& name : c.array_names)
+    if (name.rfind("weight:", 0) == 0) paths.push_back(name.substr(7));
+  return paths;
 }
 
 std::vector<std::int64_t> integers(const std::string& text, char separator) {
@@ -79,7 +42,7 @@ std::vector<std::int64_t> integers(const std::string& text, char separator) {
   return out;
 }
 
-L::MultiHeadAttentionOptions options_of(const MhaCase& c) {
+L::MultiHeadAttentionOptions options_of(const FixtureCase& c) {
   const auto& o = c.options;
   L::MultiHeadAttentionOptions options{.num_heads = std::stoll(o.at("num_heads")),
                                        .key_dim = std::stoll(o.at("key_dim"))};
@@ -98,7 +61,7 @@ struct Inputs {
   L::MultiHeadAttentionCall call;
 };
 
-Inputs inputs_of(const MhaCase& c, DType dtype) {
+Inputs inputs_of(const FixtureCase& c, DType dtype) {
   Inputs in;
   in.query = c.arrays.at("query").tensor(dtype);
   in.value = c.has("value") ? c.arrays.at("value").tensor(dtype) : in.query;
@@ -113,15 +76,16 @@ Inputs inputs_of(const MhaCase& c, DType dtype) {
 }
 
 /// A layer built for the case, holding the fixture's weights in `dtype`.
-L::MultiHeadAttention layer_for(const MhaCase& c, DType dtype) {
+L::MultiHeadAttention layer_for(const FixtureCase& c, DType dtype) {
   L::MultiHeadAttention mha(options_of(c));
   const Inputs in = inputs_of(c, dtype);
   mha(in.query, in.value, in.call);
   const auto weights = mha.weights();
-  REQUIRE(weights.size() == c.weights.size());
+  const auto paths = weight_paths(c);
+  REQUIRE(weights.size() == paths.size());
   for (std::size_t i = 0; i < weights.size(); ++i) {
-    CHECK(weights[i].name() == mha.name() + "/" + c.weights[i]);
-    const Array& a = c.arrays.at("weight:" + c.weights[i]);
+    CHECK(weights[i].name() == mha.name() + "/" + paths[i]);
+    const FixtureArray& a = c.arrays.at("weight:" + paths[i]);
     REQUIRE(weights[i].shape() == a.shape);
     Variable(weights[i]).assign(a.tensor(dtype));
   }
@@ -129,7 +93,7 @@ L::MultiHeadAttention layer_for(const MhaCase& c, DType dtype) {
 }
 
 /// sum(output * cotangent) and its gradients w.r.t. the inputs and every weight, by either path.
-std::map<std::string, Tensor> gradients(L::MultiHeadAttention& mha, const MhaCase& c, bool with_scores) {
+std::map<std::string, Tensor> gradients(L::MultiHeadAttention& mha, const FixtureCase& c, bool with_scores) {
   Inputs in = inputs_of(c, DType::f64);
   GradientTape tape;
   std::vector<Tensor> sources{in.query};
@@ -143,9 +107,10 @@ std::map<std::string, Tensor> gradients(L::MultiHeadAttention& mha, const MhaCas
     names.push_back("grad:key");
   }
   tape.watch(sources);
-  for (std::size_t i = 0; i < c.weights.size(); ++i) {
+  const auto paths = weight_paths(c);
+  for (std::size_t i = 0; i < paths.size(); ++i) {
     sources.push_back(mha.weights()[i].value());
-    names.push_back("grad:" + c.weights[i]);
+    names.push_back("grad:" + paths[i]);
   }
   const Tensor out = with_scores ? mha.call_with_scores(in.query, in.value, in.call).output
                                  : mha(in.query, in.value, in.call);
@@ -157,7 +122,7 @@ std::map<std::string, Tensor> gradients(L::MultiHeadAttention& mha, const MhaCas
 }
 
 /// True when some query row of the scores attends no key (all zeros).
-bool has_empty_row(const Array& scores) {
+bool has_empty_row(const FixtureArray& scores) {
   const std::int64_t s = scores.shape.back();
   for (std::size_t row = 0; row < scores.values.size(); row += std::size_t(s)) {
     double total = 0;
@@ -184,10 +149,10 @@ void gradcheck_layer(L::MultiHeadAttention& mha, const std::vector<Tensor>& inpu
 TEST_CASE("MultiHeadAttention matches Keras on the reference fixtures (float64)", "[layers][multi_head_attention]") {
   const auto cases = read_cases();
   REQUIRE(cases.size() >= 14);
-  for (const MhaCase& c : cases) {
+  for (const FixtureCase& c : cases) {
     INFO("case " << c.name);
     L::MultiHeadAttention mha = layer_for(c, DType::f64);
-    CHECK(mha.count_params() == c.count_params);
+    CHECK(mha.count_params() == std::stoll(c.option("count_params")));
     const Inputs in = inputs_of(c, DType::f64);
     const auto [output, scores] = mha.call_with_scores(in.query, in.value, in.call);
     check_close(values(output), c.arrays.at("output").values, kRtol64, kAtol64);
@@ -213,7 +178,7 @@ TEST_CASE("MultiHeadAttention matches Keras on the reference fixtures (float64)"
 }
 
 TEST_CASE("MultiHeadAttention matches Keras on the reference fixtures (float32)", "[layers][multi_head_attention]") {
-  for (const MhaCase& c : read_cases()) {
+  for (const FixtureCase& c : read_cases()) {
     INFO("case " << c.name);
     L::MultiHeadAttention mha = layer_for(c, DType::f32);
     const Inputs in = inputs_of(c, DType::f32);
