@@ -127,10 +127,6 @@ Tensor probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& o
   return p;
 }
 
-}  // namespace
-
-namespace {
-
 bool use_flash(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
   if (o.impl == AttentionImpl::Flash) return true;
   if (o.impl == AttentionImpl::Math) return false;
@@ -143,8 +139,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                                     const AttentionOptions& options) {
   validate("scaled_dot_product_attention", q, k, &v, options);
   if (use_flash(q, k, v, options)) return flash_attention::forward(q, k, v, options);
-  if (k.size(2) == 0) return Tensor::zeros({q.size(0), q.size(1), q.size(2), v.size(3)}, q.dtype());
-  return matmul(probabilities(q, k, options), v);
+  return matmul(probabilities(q, k, options), v);  // with no key (Nk = 0) matmul's empty sum gives zeros
 }
 
 Tensor attention_probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& options) {
@@ -160,7 +155,6 @@ AttentionOutputs scaled_dot_product_attention_with_probabilities(const Tensor& q
                      (use_flash(q, k, v, options) && !autograd::needs_recording({&q, &k}));
   if (flash) return flash_attention::forward_with_probabilities(q, k, v, options);
   const Tensor p = probabilities(q, k, options);
-  if (k.size(2) == 0) return {Tensor::zeros({q.size(0), q.size(1), q.size(2), v.size(3)}, q.dtype()), p};
   return {matmul(p, v), p};
 }
 
