@@ -1,7 +1,6 @@
 #include "framework/npy.hpp"
 
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <bit>
@@ -10,9 +9,9 @@
 #include <cstring>
 #include <limits>
 #include <optional>
-#include <random>
 #include <string_view>
 
+#include "framework/atomic_file.hpp"
 #include "framework/dispatch.hpp"
 #include "framework/strided.hpp"
 
@@ -59,11 +58,6 @@ struct File {
   }
   File(const File&) = delete;
   File& operator=(const File&) = delete;
-  bool close() {
-    const bool ok = std::fclose(f) == 0;
-    f = nullptr;
-    return ok;
-  }
 };
 
 // ---- header parsing: the subset of Python literal syntax NumPy writes, parsed strictly ----
@@ -263,29 +257,8 @@ void save_npy(const std::string& path, const Tensor& t) {
     data = gathered.data();
   }
 
-  // Atomic: write a temporary file next to the target, then rename it over the target. "x" refuses to
-  // reuse an existing file, so two writers never share a temporary.
-  std::random_device entropy;
-  const std::string temporary =
-      fmt::format("{}.tmp-{:08x}{:08x}", path, std::uint32_t(entropy()), std::uint32_t(entropy()));
-  File file(temporary, "wbx");
-  check(file.f != nullptr, "save_npy: '{}': cannot create the temporary file '{}': {}", path, temporary, error_text());
-  auto fail = [&](const char* step) {
-    const std::string reason = error_text();
-    if (file.f != nullptr) file.close();
-    std::remove(temporary.c_str());
-    throw Error(fmt::format("save_npy: '{}': {} failed: {}", path, step, reason));
-  };
-  errno = 0;
-  if (std::fwrite(prefix.data(), 1, prefix.size(), file.f) != prefix.size() ||
-      std::fwrite(header.data(), 1, header.size(), file.f) != header.size() ||
-      (data_bytes > 0 && std::fwrite(data, 1, data_bytes, file.f) != data_bytes))
-    fail("writing");
-  if (std::fflush(file.f) != 0) fail("flushing");
-  // Without fsync a crash after the rename could leave the new name pointing at empty data.
-  if (::fsync(::fileno(file.f)) != 0) fail("syncing");
-  if (!file.close()) fail("closing");
-  if (std::rename(temporary.c_str(), path.c_str()) != 0) fail("renaming the temporary file over it");
+  write_file_atomically("save_npy", path,
+                        {prefix, header, std::string_view(reinterpret_cast<const char*>(data), data_bytes)});
 }
 
 Tensor load_npy(const std::string& path) {
