@@ -1,0 +1,17 @@
+#include "optim/adamw.hpp"
+
+namespace loom::optim {
+
+AdamW::AdamW(AdamWOptions options)
+    : Adam("adamw", {.learning_rate = std::move(options.learning_rate),
+                     .beta_1 = options.beta_1,
+                     .beta_2 = options.beta_2,
+                     .epsilon = options.epsilon,
+                     .amsgrad = options.amsgrad,
+                     .weight_decay = options.weight_decay,
+                     .clipnorm = options.clipnorm,
+                     .clipvalue = options.clipvalue,
+                     .global_clipnorm = options.global_clipnorm,
+                     .name = std::move(options.name)}) {}
+
+}  // namespace loom::optim

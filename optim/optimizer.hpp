@@ -1,0 +1,104 @@
+#pragma once
+// Optimizer: the base of SGD, Adam, AdamW and RMSprop, with Keras 3's semantics (keras.optimizers.Optimizer).
+// One apply_gradients() is one training step, in Keras's order: clip the gradients (clipnorm, clipvalue or
+// global_clipnorm, at most one), decoupled weight decay `w -= w * weight_decay * lr` when weight_decay is set,
+// the optimizer's own update_step() per variable, then iterations += 1. The learning rate is evaluated at
+// the step count before the increment, so a schedule's first step uses schedule(0).
+//
+// Slots (Adam's m and v, SGD's momentum) are created lazily on a variable's first update and keyed by the
+// variable's id, which stays the same across Variable::assign. The update runs without recording on any tape.
+//
+//   optim::Adam opt({.learning_rate = 1e-3});
+//   opt.apply_gradients(tape.gradient(loss, model.trainable_weights()), model.trainable_weights());
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "framework/tensor.hpp"
+#include "framework/variable.hpp"
+
+namespace loom::optim {
+
+/// A constant learning rate or a schedule: any callable double(std::int64_t step), such as ExponentialDecay,
+/// CosineDecay or a user's lambda. `.learning_rate = 1e-3` and `.learning_rate = optim::CosineDecay({...})`
+/// both convert.
+class LearningRate {
+ public:
+  LearningRate(double value);  // NOLINT: implicit, so that `.learning_rate = 1e-3` reads as in Keras
+  template <class F>
+    requires std::is_invocable_r_v<double, const F&, std::int64_t> &&
+             (!std::is_arithmetic_v<std::decay_t<F>>) && (!std::is_same_v<std::decay_t<F>, LearningRate>)
+  LearningRate(F schedule)  // NOLINT: implicit, like the constant
+      : schedule_(std::move(schedule)) {}
+
+  /// The rate at this step (the optimizer's iterations before the step's increment).
+  double at(std::int64_t step) const;
+  bool is_schedule() const { return static_cast<bool>(schedule_); }
+
+ private:
+  double value_ = 0.0;
+  std::function<double(std::int64_t)> schedule_;
+};
+
+/// The options every optimizer shares, in Keras's order after the optimizer's own arguments.
+struct BaseOptions {
+  std::optional<double> weight_decay = std::nullopt;
+  std::optional<double> clipnorm = std::nullopt;
+  std::optional<double> clipvalue = std::nullopt;
+  std::optional<double> global_clipnorm = std::nullopt;
+  std::optional<std::string> name = std::nullopt;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  /// One training step: grads[i] is the gradient of vars[i] (same shape and dtype). Undefined gradients
+  /// (a variable the loss does not reach) are skipped, as Keras drops None; all undefined is an error.
+  void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
+
+  /// Steps taken so far (Keras's `iterations`).
+  std::int64_t iterations() const { return iterations_; }
+  /// The learning rate the next step will use.
+  double learning_rate() const { return learning_rate_.at(iterations_); }
+  /// Replaces the learning rate (a constant or a schedule), as LearningRateScheduler does.
+  void set_learning_rate(LearningRate learning_rate) { learning_rate_ = std::move(learning_rate); }
+  const std::string& name() const { return name_; }
+
+  /// The optimizer's state for checkpoints: "iteration" (i64 scalar), then each slot of each variable that
+  /// has slots, named "<variable name>/<slot name>" ("dense/kernel/m"), in the order of `vars`.
+  std::vector<std::pair<std::string, Tensor>> state(const std::vector<Variable>& vars) const;
+  /// Restores what state() wrote for the same variables; every name must be present with the same shape and
+  /// dtype (loom::Error listing every mismatch otherwise, and nothing changed).
+  void load_state(const std::map<std::string, Tensor>& state, const std::vector<Variable>& vars);
+  /// Number of scalars in the slots (the "Optimizer params" line of summary()).
+  std::int64_t count_params() const;
+
+ protected:
+  Optimizer(std::string_view default_name, LearningRate learning_rate, BaseOptions options);
+
+  /// The names of the slots one variable needs, in Keras's order ("m", "v").
+  virtual std::vector<std::string> slot_names() const = 0;
+  /// Updates `var` in place from its gradient, its slots (zeros at first, same shape and dtype as var) and
+  /// the step's learning rate. Runs under NoGradGuard.
+  virtual void update_step(const Tensor& gradient, Variable& var, std::vector<Tensor>& slots, double lr) = 0;
+
+ private:
+  std::string name_;
+  LearningRate learning_rate_;
+  BaseOptions options_;
+  std::int64_t iterations_ = 0;
+  std::map<std::uint64_t, std::vector<Tensor>> slots_;  // by variable id
+};
+
+/// A Keras optimizer string ("adam", "sgd", "adamw", "rmsprop"; case-insensitive) with default arguments.
+std::shared_ptr<Optimizer> get(std::string_view name);
+
+}  // namespace loom::optim
