@@ -8,6 +8,7 @@
 #include "framework/npy.hpp"
 #include "framework/ops.hpp"
 #include "framework/random.hpp"
+#include "framework/safetensors.hpp"
 #include "framework/shape.hpp"
 #include "framework/simd.hpp"
 #include "framework/tape.hpp"
@@ -15,3 +16,4 @@
 #include "framework/variable.hpp"
 #include "framework/xarray_interop.hpp"
 #include "layers/layers.hpp"
+#include "optim/optim.hpp"

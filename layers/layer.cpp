@@ -1,5 +1,7 @@
 #include "layers/layer.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <map>
 
 #include "framework/tape.hpp"
@@ -22,7 +24,7 @@ std::string unique_layer_name(std::string_view base) {
 void reset_layer_names() { used_names().clear(); }
 
 Layer::Layer(std::string_view default_name, std::optional<std::string> name)
-    : name_(name ? std::move(*name) : unique_layer_name(default_name)), path_(name_) {
+    : base_name_(default_name), name_(name ? std::move(*name) : unique_layer_name(default_name)), path_(name_) {
   check(!name_.empty() && name_.find('/') == std::string::npos,
         "Layer: a layer name must be non-empty and contain no '/', got '{}'", name_);
 }
@@ -86,11 +88,37 @@ void Layer::set_path(const std::string& parent_path) {
   for (auto& child : children_) child->set_path(path_);
 }
 
-std::vector<Variable> Layer::weights() const {
+std::string Layer::class_name() const {
+  std::string out;
+  bool upper = true;
+  for (char c : base_name_) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper ? char(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return out;
+}
+
+void Layer::remove_layer(const Layer& child) {
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.get() == &child; });
+  check(it != children_.end(), "{}: remove_layer: '{}' is not a child of this layer", path_, child.name());
+  (*it)->set_path("");
+  children_.erase(it);
+}
+
+std::vector<Variable> Layer::own_weights() const {
   std::vector<Variable> out;
   for (bool trainable : {true, false})
     for (const auto& w : weights_)
       if (w.trainable == trainable) out.push_back(w.variable);
+  return out;
+}
+
+std::vector<Variable> Layer::weights() const {
+  std::vector<Variable> out = own_weights();
   for (const auto& child : children_)
     for (auto& v : child->weights()) out.push_back(v);
   return out;

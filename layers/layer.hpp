@@ -56,6 +56,12 @@ class Layer {
 
   /// Keras auto-naming: the class's snake_case name, then _1, _2, ... ("dense", "dense_1").
   const std::string& name() const { return name_; }
+  /// The Keras class name ("Dense", "MultiHeadAttention"), shown by summary(). By default the CamelCase of
+  /// the snake_case default name; layers whose class name is not that (RMSNormalization) override it.
+  virtual std::string class_name() const;
+  /// The snake_case name the class is known by ("dense"), before any _1, _2 suffix; weights files key
+  /// layers by it, so that a fresh model with other auto-names loads them.
+  const std::string& base_name() const { return base_name_; }
   /// The hierarchical name: the parents' names and this one, joined by '/' ("encoder/mha/query").
   const std::string& path() const { return path_; }
   /// The dtype of the weights: that of the first input (floating inputs), float32 by default.
@@ -67,6 +73,8 @@ class Layer {
   std::vector<Variable> trainable_weights() const;
   std::vector<Variable> non_trainable_weights() const;
   std::int64_t count_params() const;
+  /// This layer's own weights, not its children's, trainable ones first (Keras's variable order).
+  std::vector<Variable> own_weights() const;
 
   /// A frozen layer (trainable = false) has no trainable weights, its weights are not watched by tapes, and
   /// (as in Keras) BatchNormalization then runs in inference mode. Applies to every child too.
@@ -102,6 +110,9 @@ class Layer {
   /// Registers a layer that the caller shares (the same weights used in several places).
   void add_layer(std::shared_ptr<Layer> layer) { register_child(std::move(layer)); }
 
+  /// Unregisters a child (Sequential::pop); its weights leave this layer's weights().
+  void remove_layer(const Layer& child);
+
   /// For layers that build from several inputs (MultiHeadAttention): call once the weights exist.
   void mark_built(DType dtype);
 
@@ -113,6 +124,7 @@ class Layer {
     Variable variable;
     bool trainable;  // as created; set_trainable(false) hides it without forgetting
   };
+  std::string base_name_;
   std::string name_;
   std::string path_;
   bool built_ = false;

@@ -23,6 +23,7 @@ struct RMSNormalizationOptions {
 
 class RMSNormalization : public Layer {
  public:
+  std::string class_name() const override { return "RMSNormalization"; }
   explicit RMSNormalization(RMSNormalizationOptions options = {});
 
   /// The normalized axes, non-negative and sorted, once built.

@@ -1,8 +1,9 @@
-// The public API contract of DESIGN §2, written as users write it. It must keep compiling; the parts of the
-// contract that later work adds (models, optimizers, SIMD dispatch) join this file as they land.
+// The public API contract of DESIGN §2, written as users write it, all of it: tensors, autograd, gradcheck,
+// attention, layers, models, optimizers, I/O and SIMD dispatch. It must keep compiling.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <sstream>
 
 #include "framework/loom.hpp"
 
@@ -89,4 +90,32 @@ TEST_CASE("the public API contract compiles and runs as written", "[api]") {
   } catch (const loom::Error& e) {
     CHECK(std::string(e.what()) == "matmul: inner dimensions differ: [2, 3] @ [4, 5] (3 != 4)");
   }
+}
+
+TEST_CASE("the models part of the public API contract compiles and runs as written", "[api]") {
+  namespace L = loom::layers;
+  Tensor x = Tensor::randn({64, 16, 64}, DType::f32, 1);
+  Tensor y = Tensor::randn({64, 16, 10}, DType::f32, 2);
+  auto model = L::Sequential({L::Input({16, 64}), L::Dense(64, {.activation = "relu"}), L::Dense(10)});
+  model.compile({.optimizer = optim::Adam({.learning_rate = 1e-3}), .loss = "mse", .metrics = {"mae"}});
+  History hist = model.fit(x, y, {.batch_size = 32, .epochs = 5, .verbose = 0, .validation_split = 0.1});
+  CHECK(hist.history.at("loss").size() == 5);
+  model.evaluate(x, y, {.verbose = 0});
+  CHECK(model.predict(x, {.verbose = 0}).shape() == Shape{64, 16, 10});
+  std::ostringstream table;
+  model.summary({.out = &table});
+  CHECK(table.str().find("dense (Dense)") != std::string::npos);
+  const std::string path = "api_contract_model.safetensors";
+  model.save_weights(path);
+  model.load_weights(path);
+  std::remove(path.c_str());
+
+  optim::Adam opt({.learning_rate = 1e-3});
+  {
+    GradientTape tape;
+    Tensor l = losses::mean_squared_error(y, model(x, /*training=*/true));
+    opt.apply_gradients(tape.gradient(l, model.trainable_weights()), model.trainable_weights());
+  }
+  CHECK(opt.iterations() == 1);
+  CHECK((simd::active_isa() == "avx512" || simd::active_isa() == "avx2" || simd::active_isa() == "scalar"));
 }
