@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include <malloc.h>
+#include <sys/mman.h>
 
 #include "framework/dispatch.hpp"
 #include "framework/ops.hpp"
@@ -47,6 +48,17 @@ bool tune_malloc_once() {
   return true;
 }
 
+/// Large buffers come fresh from mmap, and first-touching them 4 KiB at a time costs one page fault per page
+/// (measured: about a tenth of a sliding-window attention forward at N = 16384). Asking for transparent huge
+/// pages on their 2 MiB-aligned interior makes that one fault per 2 MiB. A hint only: ignored where THP is off.
+void advise_huge_pages(std::byte* data, std::size_t bytes) {
+  constexpr std::uintptr_t kHugePage = 2 << 20;
+  if (bytes < 2 * kHugePage) return;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(kHugePage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
 }  // namespace
 
 Storage::Storage(std::size_t bytes, bool zero) : bytes_(bytes) {
@@ -61,6 +73,7 @@ Storage::Storage(std::size_t bytes, bool zero) : bytes_(bytes) {
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
   data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
   if (data_ == nullptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
+  advise_huge_pages(data_, rounded);
   if (zero) std::memset(data_, 0, rounded);
 }
 
