@@ -334,10 +334,39 @@ TEST_CASE("weights files with the optimizer state resume training exactly", "[mo
   straight.fit(x, y, {.epochs = 2, .verbose = 0, .shuffle = false});
 
   auto resumed = make();
-  resumed.train_on_batch(ops::slice(x, 0, 0, 1), ops::slice(y, 0, 0, 1));  // creates the optimizer's slots
   resumed.load_weights(path, {.include_optimizer = true});
   CHECK(resumed.optimizer()->iterations() == 2);
   resumed.fit(x, y, {.epochs = 2, .verbose = 0, .shuffle = false});
   CHECK(values(resumed.predict(x, {.verbose = 0})) == values(straight.predict(x, {.verbose = 0})));
   std::remove(path.c_str());
+}
+
+TEST_CASE("crossentropy and accuracy strings pick the binary, sparse or categorical form from the shapes", "[model]") {
+  auto [x, labels] = blobs(64, 14);
+  auto evaluate_with = [&](L::Sequential& model, const char* loss, const Tensor& y) {
+    model.compile({.optimizer = "adam", .loss = loss, .metrics = {"accuracy"}});
+    return model.evaluate(x, y, {.verbose = 0});
+  };
+  // Int labels [N] against [N, 2] probabilities are sparse; the same labels one-hot are categorical.
+  auto softmax = L::Sequential({L::Input({2}), L::Dense(2, {.activation = "softmax"})});
+  const Tensor one_hot = ops::one_hot(labels, 2, DType::f32);
+  const L::Logs sparse = evaluate_with(softmax, "crossentropy", labels);
+  const L::Logs categorical = evaluate_with(softmax, "crossentropy", one_hot);
+  CHECK(sparse.at("loss") == Approx(evaluate_with(softmax, "sparse_categorical_crossentropy", labels).at("loss")));
+  CHECK(categorical.at("loss") == Approx(evaluate_with(softmax, "categorical_crossentropy", one_hot).at("loss")));
+  CHECK(sparse.at("loss") == Approx(categorical.at("loss")).epsilon(1e-6));
+  CHECK(sparse.at("accuracy") == categorical.at("accuracy"));
+  CHECK(softmax.metrics()[0]->name() == "accuracy");
+
+  // One sigmoid unit against [N, 1] labels in {0, 1} is binary.
+  auto sigmoid = L::Sequential({L::Input({2}), L::Dense(1, {.activation = "sigmoid"})});
+  const Tensor binary_labels = labels.to(DType::f32).reshape({64, 1});
+  const L::Logs binary = evaluate_with(sigmoid, "crossentropy", binary_labels);
+  CHECK(binary.at("loss") == Approx(evaluate_with(sigmoid, "binary_crossentropy", binary_labels).at("loss")));
+  const Tensor p = sigmoid.predict(x, {.verbose = 0});
+  const std::vector<double> probabilities = values(p), truth = values(binary_labels);
+  double right = 0;
+  for (std::size_t i = 0; i < truth.size(); ++i) right += (probabilities[i] > 0.5) == (truth[i] == 1.0);
+  const double accuracy = right / double(truth.size());
+  CHECK(binary.at("accuracy") == Approx(accuracy).epsilon(1e-12));
 }
