@@ -1,77 +1,208 @@
-// A pre-norm Transformer encoder block trained on random data with loom's tape, to see the loss fall:
-//   x -> LayerNorm -> self-attention -> + x -> LayerNorm -> FFN (Dense -> relu -> Dense) -> + residual
-// Written with loom ops and Variables directly; the Keras-style layers version of this example replaces it
-// once the layers exist.
-#include <cmath>
-#include <cstdio>
+// A Transformer encoder written with loom's Keras-style API, trained with fit():
+//
+//   x -> LayerNorm -> MultiHeadAttention -> + x -> LayerNorm -> Dense(ff_dim, relu) -> Dense(d_model) -> + residual
+//
+// Tasks:
+//   --task random    (default) the sanity fit: random inputs, random targets, mean squared error; the loss falls
+//   --task reverse   token sequences to reverse: only attention can move a token to the mirrored position
+//
+// Options: --layers N --d-model N --heads N --ff-dim N --seq-len N --batch N --epochs N --lr X --seed N
+//          --no-layernorm (delete the LayerNorms) --post-norm (normalize after each residual add instead)
+//          --flash / --no-flash (the attention kernel; default: chosen by size) --save FILE.safetensors
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
 #include "framework/loom.hpp"
 
 using namespace loom;
+namespace L = loom::layers;
 
 namespace {
 
-constexpr std::int64_t kBatch = 8, kSeq = 16, kModel = 32, kHeads = 4, kFF = 64;
-constexpr int kSteps = 60;
-constexpr double kLearningRate = 0.05;
-
-Variable weight(const std::string& name, const Shape& shape, std::uint64_t seed) {
-  // Glorot-style scale keeps the activations of the untrained block near unit variance.
-  const double scale = std::sqrt(2.0 / double(shape.front() + shape.back()));
-  return Variable(Tensor::randn(shape, DType::f32, seed) * scale, name);
-}
-
-Tensor layer_norm(const Tensor& x, double epsilon = 1e-3) {
-  Tensor centered = x - ops::mean(x, {-1}, /*keepdims=*/true);
-  return centered * ops::rsqrt(ops::var(x, {-1}, /*keepdims=*/true) + epsilon);
-}
-
-/// [batch, seq, model] -> [batch, heads, seq, model / heads]
-Tensor split_heads(const Tensor& x) { return x.reshape({kBatch, kSeq, kHeads, kModel / kHeads}).permute({0, 2, 1, 3}); }
-Tensor merge_heads(const Tensor& x) { return x.permute({0, 2, 1, 3}).reshape({kBatch, kSeq, kModel}); }
-
-struct EncoderBlock {
-  Variable wq = weight("wq", {kModel, kModel}, 1), wk = weight("wk", {kModel, kModel}, 2),
-           wv = weight("wv", {kModel, kModel}, 3), wo = weight("wo", {kModel, kModel}, 4),
-           w1 = weight("w1", {kModel, kFF}, 5), w2 = weight("w2", {kFF, kModel}, 6);
-
-  std::vector<Variable> weights() const { return {wq, wk, wv, wo, w1, w2}; }
-
-  Tensor operator()(const Tensor& x) const {
-    Tensor h = layer_norm(x);
-    Tensor attended = ops::scaled_dot_product_attention(split_heads(ops::matmul(h, wq)),
-                                                        split_heads(ops::matmul(h, wk)),
-                                                        split_heads(ops::matmul(h, wv)));
-    Tensor x1 = x + ops::matmul(merge_heads(attended), wo);
-    Tensor ff = ops::matmul(ops::relu(ops::matmul(layer_norm(x1), w1)), w2);
-    return x1 + ff;
-  }
+struct Config {
+  std::string task = "random";
+  int layers = 2;
+  std::int64_t d_model = 64, heads = 4, ff_dim = 128, seq_len = 16, batch = 32;
+  int epochs = 0;  // 0: the task's default
+  double learning_rate = 1e-3;
+  std::uint64_t seed = 1;
+  bool layernorm = true, post_norm = false;
+  std::optional<bool> flash;
+  std::string save;
 };
+
+// One encoder block as a subclassed layer: its children are registered in order, so its weights are named
+// "encoder_block/multi_head_attention/query/kernel", ...
+class EncoderBlock : public L::Layer {
+ public:
+  explicit EncoderBlock(const Config& c)
+      : Layer("encoder_block"),
+        layernorm_(c.layernorm),
+        post_norm_(c.post_norm),
+        attention_(add_layer(L::MultiHeadAttention({.num_heads = c.heads,
+                                                    .key_dim = c.d_model / c.heads,
+                                                    .flash_attention = c.flash}))),
+        norm1_(add_layer(L::LayerNormalization())),
+        norm2_(add_layer(L::LayerNormalization())),
+        hidden_(add_layer(L::Dense(c.ff_dim, {.activation = "relu"}))),
+        output_(add_layer(L::Dense(c.d_model))) {}
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override {
+    if (post_norm_) {  // the original Transformer: normalize after each residual add
+      Tensor h = norm(norm1_, x + attention_(x, x, {.training = training}), training);
+      return norm(norm2_, h + output_(hidden_(h, training), training), training);
+    }
+    Tensor n = norm(norm1_, x, training);  // pre-norm: normalize the input of each sub-block
+    Tensor h = x + attention_(n, n, {.training = training});
+    return h + output_(hidden_(norm(norm2_, h, training), training), training);
+  }
+
+ private:
+  // --no-layernorm deletes the normalization: the block passes its input through unchanged.
+  Tensor norm(L::LayerNormalization& layer, const Tensor& x, bool training) {
+    return layernorm_ ? layer(x, training) : x;
+  }
+
+  bool layernorm_, post_norm_;
+  L::MultiHeadAttention& attention_;
+  L::LayerNormalization& norm1_;
+  L::LayerNormalization& norm2_;
+  L::Dense& hidden_;
+  L::Dense& output_;
+};
+
+// The whole model: optional token and position embeddings, N blocks, a final projection.
+class Encoder : public L::Model {
+ public:
+  Encoder(const Config& c, std::optional<std::int64_t> vocabulary, std::int64_t outputs)
+      : Model("encoder"), layernorm_(c.layernorm && !c.post_norm) {
+    if (vocabulary) {
+      tokens_ = &add_layer(L::Embedding(*vocabulary, c.d_model));
+      positions_ = &add_layer(L::Embedding(c.seq_len, c.d_model));
+    }
+    for (int i = 0; i < c.layers; ++i) blocks_.push_back(&add_layer(EncoderBlock(c)));
+    final_norm_ = &add_layer(L::LayerNormalization());
+    head_ = &add_layer(L::Dense(outputs));
+  }
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override {
+    Tensor h = x;
+    if (tokens_ != nullptr) {  // token ids [B, T] -> vectors, plus a learned vector per position
+      const std::int64_t t = x.size(1);
+      h = (*tokens_)(x, training) + (*positions_)(Tensor::arange(0.0, double(t), 1.0, DType::i64), training);
+    }
+    for (EncoderBlock* block : blocks_) h = (*block)(h, training);
+    if (layernorm_) h = (*final_norm_)(h, training);  // pre-norm stacks end with one more normalization
+    return (*head_)(h, training);
+  }
+
+ private:
+  bool layernorm_;
+  L::Embedding* tokens_ = nullptr;
+  L::Embedding* positions_ = nullptr;
+  std::vector<EncoderBlock*> blocks_;
+  L::LayerNormalization* final_norm_ = nullptr;
+  L::Dense* head_ = nullptr;
+};
+
+// Token sequences of 1 .. vocabulary-1 and the same sequences reversed.
+std::pair<Tensor, Tensor> reversal_data(std::int64_t n, std::int64_t t, std::int64_t vocabulary, std::uint64_t seed) {
+  random::Generator rng(seed);
+  std::vector<std::int64_t> x(std::size_t(n * t)), y(std::size_t(n * t));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < t; ++j) x[std::size_t(i * t + j)] = 1 + std::int64_t(rng.next() % std::uint64_t(vocabulary - 1));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t j = 0; j < t; ++j) y[std::size_t(i * t + j)] = x[std::size_t(i * t + (t - 1 - j))];
+  return {Tensor::from_vector(x, {n, t}), Tensor::from_vector(y, {n, t})};
+}
+
+Config parse(int argc, char** argv) {
+  Config c;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      check(i + 1 < argc, "encoder: {} needs a value", arg);
+      return argv[++i];
+    };
+    if (arg == "--task") c.task = value();
+    else if (arg == "--layers") c.layers = std::stoi(value());
+    else if (arg == "--d-model") c.d_model = std::stoll(value());
+    else if (arg == "--heads") c.heads = std::stoll(value());
+    else if (arg == "--ff-dim") c.ff_dim = std::stoll(value());
+    else if (arg == "--seq-len") c.seq_len = std::stoll(value());
+    else if (arg == "--batch") c.batch = std::stoll(value());
+    else if (arg == "--epochs") c.epochs = std::stoi(value());
+    else if (arg == "--lr") c.learning_rate = std::stod(value());
+    else if (arg == "--seed") c.seed = std::stoull(value());
+    else if (arg == "--no-layernorm") c.layernorm = false;
+    else if (arg == "--post-norm") c.post_norm = true;
+    else if (arg == "--flash") c.flash = true;
+    else if (arg == "--no-flash") c.flash = false;
+    else if (arg == "--save") c.save = value();
+    else throw Error(fmt::format("encoder: unknown option '{}' (see the top of examples/encoder/main.cpp)", arg));
+  }
+  check(c.task == "random" || c.task == "reverse", "encoder: --task must be random or reverse, got '{}'", c.task);
+  check(c.heads > 0 && c.d_model % c.heads == 0, "encoder: --d-model {} must be a multiple of --heads {}", c.d_model,
+        c.heads);
+  return c;
+}
 
 }  // namespace
 
-int main() {
-  const BlasInfo blas = blas_info();
-  std::printf("loom encoder block: batch %lld, seq %lld, d_model %lld, %lld heads, OpenBLAS core %s\n",
-              (long long)kBatch, (long long)kSeq, (long long)kModel, (long long)kHeads, blas.core.c_str());
+int main(int argc, char** argv) try {
+  const Config c = parse(argc, argv);
+  random::set_seed(c.seed);
+  fmt::print("loom encoder: task {}, {} block(s), d_model {}, {} heads, ff_dim {}, seq_len {}, {}; OpenBLAS {}\n",
+             c.task, c.layers, c.d_model, c.heads, c.ff_dim, c.seq_len,
+             c.layernorm ? (c.post_norm ? "post-norm" : "pre-norm") : "no LayerNorm", blas_info().core);
 
-  const Tensor x = Tensor::randn({kBatch, kSeq, kModel}, DType::f32, 100);
-  const Tensor target = Tensor::randn({kBatch, kSeq, kModel}, DType::f32, 101);
-  EncoderBlock block;
-
-  double first = 0, last = 0;
-  for (int step = 0; step < kSteps; ++step) {
-    GradientTape tape;
-    const Tensor loss = ops::mean(ops::square(block(x) - target));
-    const auto grads = tape.gradient(loss, block.weights());
-    auto weights = block.weights();
-    for (std::size_t i = 0; i < weights.size(); ++i) weights[i].assign_sub(grads[i] * kLearningRate);
-    last = loss.item<double>();
-    if (step == 0) first = last;
-    if (step % 10 == 0 || step == kSteps - 1) std::printf("step %3d  loss %.4f\n", step, last);
+  Tensor x, y, x_test, y_test;
+  std::optional<std::int64_t> vocabulary;
+  std::int64_t outputs = c.d_model;
+  if (c.task == "random") {
+    x = Tensor::randn({512, c.seq_len, c.d_model}, DType::f32, c.seed + 100);
+    y = Tensor::randn({512, c.seq_len, c.d_model}, DType::f32, c.seed + 101);
+  } else {
+    vocabulary = 16;
+    outputs = *vocabulary;
+    std::tie(x, y) = reversal_data(8192, c.seq_len, *vocabulary, c.seed + 100);
+    std::tie(x_test, y_test) = reversal_data(1024, c.seq_len, *vocabulary, c.seed + 200);
   }
-  std::printf("loss fell from %.4f to %.4f\n", first, last);
-  return last < first ? 0 : 1;
+
+  Encoder model(c, vocabulary, outputs);
+  if (c.task == "random") {
+    model.compile({.optimizer = optim::Adam({.learning_rate = c.learning_rate}), .loss = "mse"});
+  } else {
+    model.compile({.optimizer = optim::Adam({.learning_rate = c.learning_rate}),
+                   .loss = [](const Tensor& ids, const Tensor& logits) {
+                     return losses::sparse_categorical_crossentropy(ids, logits, /*from_logits=*/true);
+                   },
+                   .metrics = {"accuracy"}});
+  }
+  const int epochs = c.epochs > 0 ? c.epochs : (c.task == "random" ? 10 : 3);
+  History history = model.fit(x, y, {.batch_size = c.batch, .epochs = epochs});
+  model.summary();
+
+  const std::vector<double>& loss = history.history.at("loss");
+  const bool fell = loss.size() < 2 || loss.back() < loss.front();
+  fmt::print("loss: {:.4f} after the first epoch, {:.4f} after the last ({})\n", loss.front(), loss.back(),
+             fell ? "it fell" : "it did not fall");
+  if (c.task == "reverse") {
+    const L::Logs test = model.evaluate(x_test, y_test, {.verbose = 0});
+    fmt::print("token accuracy on {} unseen sequences: {:.2f}%\n", x_test.size(0), 100.0 * test.at("accuracy"));
+  }
+  if (!c.save.empty()) {
+    model.save_weights(c.save);
+    fmt::print("weights written to {}\n", c.save);
+  }
+  return fell ? 0 : 1;
+} catch (const Error& e) {
+  fmt::print(stderr, "{}\n", e.what());
+  return 2;
 }
