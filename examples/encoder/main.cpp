@@ -5,6 +5,7 @@
 // Tasks:
 //   --task random    (default) the sanity fit: random inputs, random targets, mean squared error; the loss falls
 //   --task reverse   token sequences to reverse: only attention can move a token to the mirrored position
+//   --task ablation  a deep stack (6 blocks, lr 3e-3) trained on reverse with and without LayerNorm, side by side
 //
 // Options: --layers N --d-model N --heads N --ff-dim N --seq-len N --batch N --epochs N --lr X --seed N
 //          --no-layernorm (delete the LayerNorms) --post-norm (normalize after each residual add instead)
@@ -33,6 +34,7 @@ struct Config {
   bool layernorm = true, post_norm = false;
   std::optional<bool> flash;
   std::string save;
+  bool layers_given = false, learning_rate_given = false;  // the ablation has its own defaults
 };
 
 // One encoder block as a subclassed layer: its children are registered in order, so its weights are named
@@ -131,14 +133,14 @@ Config parse(int argc, char** argv) {
       return argv[++i];
     };
     if (arg == "--task") c.task = value();
-    else if (arg == "--layers") c.layers = std::stoi(value());
+    else if (arg == "--layers") c.layers = std::stoi(value()), c.layers_given = true;
     else if (arg == "--d-model") c.d_model = std::stoll(value());
     else if (arg == "--heads") c.heads = std::stoll(value());
     else if (arg == "--ff-dim") c.ff_dim = std::stoll(value());
     else if (arg == "--seq-len") c.seq_len = std::stoll(value());
     else if (arg == "--batch") c.batch = std::stoll(value());
     else if (arg == "--epochs") c.epochs = std::stoi(value());
-    else if (arg == "--lr") c.learning_rate = std::stod(value());
+    else if (arg == "--lr") c.learning_rate = std::stod(value()), c.learning_rate_given = true;
     else if (arg == "--seed") c.seed = std::stoull(value());
     else if (arg == "--no-layernorm") c.layernorm = false;
     else if (arg == "--post-norm") c.post_norm = true;
@@ -147,36 +149,42 @@ Config parse(int argc, char** argv) {
     else if (arg == "--save") c.save = value();
     else throw Error(fmt::format("encoder: unknown option '{}' (see the top of examples/encoder/main.cpp)", arg));
   }
-  check(c.task == "random" || c.task == "reverse", "encoder: --task must be random or reverse, got '{}'", c.task);
+  check(c.task == "random" || c.task == "reverse" || c.task == "ablation",
+        "encoder: --task must be random, reverse or ablation, got '{}'", c.task);
   check(c.heads > 0 && c.d_model % c.heads == 0, "encoder: --d-model {} must be a multiple of --heads {}", c.d_model,
         c.heads);
   return c;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) try {
-  const Config c = parse(argc, argv);
-  random::set_seed(c.seed);
-  fmt::print("loom encoder: task {}, {} block(s), d_model {}, {} heads, ff_dim {}, seq_len {}, {}; OpenBLAS {}\n",
-             c.task, c.layers, c.d_model, c.heads, c.ff_dim, c.seq_len,
-             c.layernorm ? (c.post_norm ? "post-norm" : "pre-norm") : "no LayerNorm", blas_info().core);
-
+// The data of a task: training and test pairs, and the vocabulary when the inputs are token ids.
+struct Data {
   Tensor x, y, x_test, y_test;
   std::optional<std::int64_t> vocabulary;
-  std::int64_t outputs = c.d_model;
-  if (c.task == "random") {
-    x = Tensor::randn({512, c.seq_len, c.d_model}, DType::f32, c.seed + 100);
-    y = Tensor::randn({512, c.seq_len, c.d_model}, DType::f32, c.seed + 101);
-  } else {
-    vocabulary = 16;
-    outputs = *vocabulary;
-    std::tie(x, y) = reversal_data(8192, c.seq_len, *vocabulary, c.seed + 100);
-    std::tie(x_test, y_test) = reversal_data(1024, c.seq_len, *vocabulary, c.seed + 200);
-  }
+};
 
-  Encoder model(c, vocabulary, outputs);
-  if (c.task == "random") {
+Data make_data(const Config& c) {
+  Data data;
+  if (c.task == "random") {  // the sanity fit: nothing to learn but the samples themselves
+    data.x = Tensor::randn({512, c.seq_len, c.d_model}, DType::f32, c.seed + 100);
+    data.y = Tensor::randn({512, c.seq_len, c.d_model}, DType::f32, c.seed + 101);
+    return data;
+  }
+  data.vocabulary = 16;
+  std::tie(data.x, data.y) = reversal_data(8192, c.seq_len, *data.vocabulary, c.seed + 100);
+  std::tie(data.x_test, data.y_test) = reversal_data(1024, c.seq_len, *data.vocabulary, c.seed + 200);
+  return data;
+}
+
+struct Result {
+  History history;
+  std::optional<double> test_accuracy;  // the reversal task's token accuracy on unseen sequences
+};
+
+// Builds the model for this configuration, trains it and evaluates it.
+Result train(const Config& c, const Data& data, bool print_summary) {
+  random::set_seed(c.seed);  // the same initial weights and batches for every configuration
+  Encoder model(c, data.vocabulary, data.vocabulary ? *data.vocabulary : c.d_model);
+  if (!data.vocabulary) {
     model.compile({.optimizer = optim::Adam({.learning_rate = c.learning_rate}), .loss = "mse"});
   } else {
     model.compile({.optimizer = optim::Adam({.learning_rate = c.learning_rate}),
@@ -185,22 +193,68 @@ int main(int argc, char** argv) try {
                    },
                    .metrics = {"accuracy"}});
   }
-  const int epochs = c.epochs > 0 ? c.epochs : (c.task == "random" ? 10 : 3);
-  History history = model.fit(x, y, {.batch_size = c.batch, .epochs = epochs});
-  model.summary();
-
-  const std::vector<double>& loss = history.history.at("loss");
-  const bool fell = loss.size() < 2 || loss.back() < loss.front();
-  fmt::print("loss: {:.4f} after the first epoch, {:.4f} after the last ({})\n", loss.front(), loss.back(),
-             fell ? "it fell" : "it did not fall");
-  if (c.task == "reverse") {
-    const L::Logs test = model.evaluate(x_test, y_test, {.verbose = 0});
-    fmt::print("token accuracy on {} unseen sequences: {:.2f}%\n", x_test.size(0), 100.0 * test.at("accuracy"));
-  }
+  Result result{model.fit(data.x, data.y, {.batch_size = c.batch, .epochs = c.epochs}), std::nullopt};
+  if (print_summary) model.summary();
+  if (data.vocabulary) result.test_accuracy = model.evaluate(data.x_test, data.y_test, {.verbose = 0}).at("accuracy");
   if (!c.save.empty()) {
     model.save_weights(c.save);
     fmt::print("weights written to {}\n", c.save);
   }
+  return result;
+}
+
+std::string describe(const Config& c) {
+  return fmt::format("{} block(s), d_model {}, {} heads, ff_dim {}, seq_len {}, {}, lr {}", c.layers, c.d_model,
+                     c.heads, c.ff_dim, c.seq_len,
+                     c.layernorm ? (c.post_norm ? "post-norm" : "pre-norm") : "no LayerNorm", c.learning_rate);
+}
+
+// The same deep configuration trained twice, with and without its LayerNorms, on the reversal task.
+int ablation(Config c) {
+  c.task = "reverse";
+  const Data data = make_data(c);
+  Config without = c;
+  without.layernorm = false;
+  fmt::print("with LayerNorm: {}\n", describe(c));
+  const Result with_norm = train(c, data, false);
+  fmt::print("\nwithout LayerNorm: {}\n", describe(without));
+  const Result without_norm = train(without, data, false);
+
+  fmt::print("\n{:>5}  {:>22}  {:>22}\n", "epoch", "with LayerNorm", "without LayerNorm");
+  fmt::print("{:>5}  {:>10} {:>11}  {:>10} {:>11}\n", "", "loss", "accuracy", "loss", "accuracy");
+  const auto& a = with_norm.history.history, & b = without_norm.history.history;
+  for (std::size_t e = 0; e < a.at("loss").size(); ++e)
+    fmt::print("{:>5}  {:>10.4f} {:>10.2f}%  {:>10.4f} {:>10.2f}%\n", e + 1, a.at("loss")[e],
+               100 * a.at("accuracy")[e], b.at("loss")[e], 100 * b.at("accuracy")[e]);
+  const double acc_with = *with_norm.test_accuracy, acc_without = *without_norm.test_accuracy;
+  fmt::print("\nverdict: on unseen sequences, {:.2f}% of tokens right with LayerNorm, {:.2f}% without: {}\n",
+             100 * acc_with, 100 * acc_without,
+             acc_with - acc_without > 0.05 ? "deleting LayerNorm breaks training of this deep stack"
+             : acc_with - acc_without > 0.005 ? "deleting LayerNorm hurts a little here"
+                                             : "no real difference at this depth and learning rate");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  Config c = parse(argc, argv);
+  if (c.task == "ablation") {
+    // Deep enough, and a learning rate high enough, for the normalization to matter (unless given).
+    if (!c.layers_given) c.layers = 6;
+    if (!c.learning_rate_given) c.learning_rate = 3e-3;
+    if (c.epochs == 0) c.epochs = 3;
+    return ablation(c);
+  }
+  if (c.epochs == 0) c.epochs = c.task == "random" ? 10 : 3;
+  fmt::print("loom encoder, task {}: {}; OpenBLAS core {}\n", c.task, describe(c), blas_info().core);
+  const Result result = train(c, make_data(c), /*print_summary=*/true);
+  const std::vector<double>& loss = result.history.history.at("loss");
+  const bool fell = loss.size() < 2 || loss.back() < loss.front();
+  fmt::print("loss: {:.4f} after the first epoch, {:.4f} after the last ({})\n", loss.front(), loss.back(),
+             fell ? "it fell" : "it did not fall");
+  if (result.test_accuracy)
+    fmt::print("token accuracy on unseen sequences: {:.2f}%\n", 100.0 * *result.test_accuracy);
   return fell ? 0 : 1;
 } catch (const Error& e) {
   fmt::print(stderr, "{}\n", e.what());
