@@ -53,6 +53,12 @@ class EncoderBlock : public L::Layer {
         hidden_(add_layer(L::Dense(c.ff_dim, {.activation = "relu"}))),
         output_(add_layer(L::Dense(c.d_model))) {}
 
+  /// The attention probabilities [batch, heads, seq, seq] this block computes for its input x.
+  Tensor attention_scores(const Tensor& x) {
+    const Tensor n = post_norm_ ? x : norm(norm1_, x, false);
+    return attention_.call_with_scores(n, n, {}).scores;
+  }
+
  protected:
   Tensor call(const Tensor& x, bool training) override {
     if (post_norm_) {  // the original Transformer: normalize after each residual add
@@ -92,19 +98,30 @@ class Encoder : public L::Model {
     head_ = &add_layer(L::Dense(outputs));
   }
 
+  /// The last block's attention probabilities [batch, heads, seq, seq] for inputs x, in inference mode.
+  Tensor last_block_scores(const Tensor& x) {
+    NoGradGuard no_grad;
+    Tensor h = embed(x, false);
+    for (std::size_t i = 0; i + 1 < blocks_.size(); ++i) h = (*blocks_[i])(h, false);
+    return blocks_.back()->attention_scores(h);
+  }
+
  protected:
   Tensor call(const Tensor& x, bool training) override {
-    Tensor h = x;
-    if (tokens_ != nullptr) {  // token ids [B, T] -> vectors, plus a learned vector per position
-      const std::int64_t t = x.size(1);
-      h = (*tokens_)(x, training) + (*positions_)(Tensor::arange(0.0, double(t), 1.0, DType::i64), training);
-    }
+    Tensor h = embed(x, training);
     for (EncoderBlock* block : blocks_) h = (*block)(h, training);
     if (layernorm_) h = (*final_norm_)(h, training);  // pre-norm stacks end with one more normalization
     return (*head_)(h, training);
   }
 
  private:
+  Tensor embed(const Tensor& x, bool training) {
+    if (tokens_ == nullptr) return x;
+    // Token ids [B, T] -> vectors, plus a learned vector per position.
+    const Tensor positions = Tensor::arange(0.0, double(x.size(1)), 1.0, DType::i64);
+    return (*tokens_)(x, training) + (*positions_)(positions, training);
+  }
+
   bool layernorm_;
   L::Embedding* tokens_ = nullptr;
   L::Embedding* positions_ = nullptr;
