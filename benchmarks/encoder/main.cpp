@@ -1,0 +1,59 @@
+// One training step of a pre-norm Transformer encoder block: forward, backward and an Adam update.
+// Batch 32, sequence 128, d_model 256, 8 heads, feed-forward 1024 (ReLU), LayerNorm epsilon 1e-3, MSE loss,
+// float32, OpenBLAS on 2 threads. Prints the median step time over kRepeats steps after kWarmup, and the
+// peak RSS. The peer, benchmarks/encoder/peer_torch.py, runs the identical configuration in PyTorch.
+//
+//   bench_encoder
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "framework/loom.hpp"
+
+using namespace loom;
+namespace L = loom::layers;
+
+namespace {
+
+constexpr std::int64_t kBatch = 32, kSeq = 128, kModel = 256, kHeads = 8, kFF = 1024;
+constexpr int kWarmup = 3, kRepeats = 20;
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024.0;  // KiB on Linux
+}
+
+}  // namespace
+
+int main() {
+  const Tensor x = Tensor::randn({kBatch, kSeq, kModel}, DType::f32, 1);
+  const Tensor target = Tensor::randn({kBatch, kSeq, kModel}, DType::f32, 2);
+  L::TransformerEncoder block({.num_heads = kHeads, .ff_dim = kFF, .norm_first = true, .epsilon = 1e-3});
+  block(x);  // builds the weights
+  optim::Adam adam({.learning_rate = 1e-4});
+
+  std::vector<double> ms;
+  double loss = 0;
+  for (int step = 0; step < kWarmup + kRepeats; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    {
+      GradientTape tape;
+      const Tensor l = ops::mean(ops::square(block(x, /*training=*/true) - target));
+      const auto weights = block.trainable_weights();
+      adam.apply_gradients(tape.gradient(l, weights), weights);
+      loss = l.item<double>();
+    }
+    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (step >= kWarmup) ms.push_back(elapsed);
+  }
+  std::sort(ms.begin(), ms.end());
+  const BlasInfo blas = blas_info();
+  fmt::print("loom encoder step (batch {}, seq {}, d_model {}, {} heads, ff {}): median {:.1f} ms (min {:.1f}, max "
+             "{:.1f}) over {} steps, peak RSS {:.0f} MiB, final loss {:.4f}; OpenBLAS {} on {} threads, SIMD {}\n",
+             kBatch, kSeq, kModel, kHeads, kFF, ms[ms.size() / 2], ms.front(), ms.back(), ms.size(), peak_rss_mib(),
+             loss, blas.core, blas.threads, simd::active_isa());
+  return 0;
+}
