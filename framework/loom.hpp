@@ -7,6 +7,7 @@
 #include "framework/gradcheck.hpp"
 #include "framework/npy.hpp"
 #include "framework/ops.hpp"
+#include "framework/png.hpp"
 #include "framework/random.hpp"
 #include "framework/safetensors.hpp"
 #include "framework/shape.hpp"

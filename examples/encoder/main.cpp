@@ -10,8 +10,10 @@
 // Options: --layers N --d-model N --heads N --ff-dim N --seq-len N --batch N --epochs N --lr X --seed N
 //          --no-layernorm (delete the LayerNorms) --post-norm (normalize after each residual add instead)
 //          --flash / --no-flash (the attention kernel; default: chosen by size) --save FILE.safetensors
+//          --pictures DIR (where the PNGs go: the last block's attention per head, the ablation's loss curves)
 #include <cstdint>
 #include <cstdlib>
+#include <numeric>
 #include <optional>
 #include <tuple>
 #include <string>
@@ -34,6 +36,7 @@ struct Config {
   bool layernorm = true, post_norm = false;
   std::optional<bool> flash;
   std::string save;
+  std::string pictures = ".";  // where the PNGs go
   bool layers_given = false, learning_rate_given = false;  // the ablation has its own defaults
 };
 
@@ -164,6 +167,7 @@ Config parse(int argc, char** argv) {
     else if (arg == "--flash") c.flash = true;
     else if (arg == "--no-flash") c.flash = false;
     else if (arg == "--save") c.save = value();
+    else if (arg == "--pictures") c.pictures = value();
     else throw Error(fmt::format("encoder: unknown option '{}' (see the top of examples/encoder/main.cpp)", arg));
   }
   check(c.task == "random" || c.task == "reverse" || c.task == "ablation",
@@ -194,8 +198,26 @@ Data make_data(const Config& c) {
 
 struct Result {
   History history;
+  std::vector<double> batch_losses;     // the loss of each training batch
   std::optional<double> test_accuracy;  // the reversal task's token accuracy on unseen sequences
 };
+
+// One heatmap per head of the last block's attention on the first test (or training) sequence.
+void save_attention_pictures(Encoder& model, const Config& c, const Data& data) {
+  const Tensor& inputs = data.vocabulary ? data.x_test : data.x;
+  const Tensor first = inputs.slice(0, 0, 1);
+  const Tensor scores = model.last_block_scores(first);  // [1, heads, seq, seq]
+  std::vector<std::string> labels;
+  for (std::int64_t t = 0; t < c.seq_len; ++t)
+    labels.push_back(data.vocabulary ? std::to_string(first.slice(1, t, t + 1).item<std::int64_t>()) : std::to_string(t));
+  for (std::int64_t h = 0; h < c.heads; ++h) {
+    const std::string path = fmt::format("{}/encoder_attention_head_{}.png", c.pictures, h);
+    io::save_heatmap_png(path, scores.slice(1, h, h + 1).reshape({c.seq_len, c.seq_len}),
+                         {.cell = 20, .vmin = 0.0, .vmax = 1.0, .row_labels = labels, .col_labels = labels,
+                          .title = fmt::format("last block, head {}", h)});
+    fmt::print("{}\n", path);
+  }
+}
 
 // Builds the model for this configuration, trains it and evaluates it.
 Result train(const Config& c, const Data& data, bool print_summary) {
@@ -210,8 +232,22 @@ Result train(const Config& c, const Data& data, bool print_summary) {
                    },
                    .metrics = {"accuracy"}});
   }
-  Result result{model.fit(data.x, data.y, {.batch_size = c.batch, .epochs = c.epochs}), std::nullopt};
-  if (print_summary) model.summary();
+  // fit logs the running mean over the epoch's batches; with equal batches, batch b's own loss is
+  // (b + 1) * mean_b - b * mean_(b-1).
+  std::vector<double> batch_losses;
+  double previous_mean = 0;
+  L::LambdaCallback record({.on_train_batch_end = [&](int batch, const L::Logs& logs) {
+    const double mean = logs.at("loss");
+    batch_losses.push_back(batch == 0 ? mean : (batch + 1) * mean - batch * previous_mean);
+    previous_mean = mean;
+  }});
+  Result result{model.fit(data.x, data.y, {.batch_size = c.batch, .epochs = c.epochs, .callbacks = {record}}), {},
+                std::nullopt};
+  result.batch_losses = std::move(batch_losses);
+  if (print_summary) {
+    model.summary();
+    save_attention_pictures(model, c, data);
+  }
   if (data.vocabulary) result.test_accuracy = model.evaluate(data.x_test, data.y_test, {.verbose = 0}).at("accuracy");
   if (!c.save.empty()) {
     model.save_weights(c.save);
@@ -243,6 +279,19 @@ int ablation(Config c) {
   for (std::size_t e = 0; e < a.at("loss").size(); ++e)
     fmt::print("{:>5}  {:>10.4f} {:>10.2f}%  {:>10.4f} {:>10.2f}%\n", e + 1, a.at("loss")[e],
                100 * a.at("accuracy")[e], b.at("loss")[e], 100 * b.at("accuracy")[e]);
+  // Loss curves, averaged over 16 batches so that the chart shows the trend rather than the batch noise.
+  auto smoothed = [](const std::vector<double>& losses) {
+    std::vector<double> out;
+    for (std::size_t i = 0; i + 16 <= losses.size(); i += 16)
+      out.push_back(std::accumulate(losses.begin() + long(i), losses.begin() + long(i + 16), 0.0) / 16.0);
+    return out;
+  };
+  const std::string chart = c.pictures + "/ablation_loss.png";
+  io::save_line_chart_png(chart, {{"with LayerNorm", smoothed(with_norm.batch_losses)},
+                                  {"without LayerNorm", smoothed(without_norm.batch_losses)}},
+                          {.title = fmt::format("{} blocks, lr {}: training loss", c.layers, c.learning_rate),
+                           .x_label = "steps / 16", .log_y = true});
+  fmt::print("\n{}\n", chart);
   const double acc_with = *with_norm.test_accuracy, acc_without = *without_norm.test_accuracy;
   fmt::print("\nverdict: on unseen sequences, {:.2f}% of tokens right with LayerNorm, {:.2f}% without: {}\n",
              100 * acc_with, 100 * acc_without,
