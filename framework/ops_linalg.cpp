@@ -132,7 +132,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   Shape out_shape = batch;
   if (a.ndim() > 1) out_shape.push_back(m);
   if (b.ndim() > 1) out_shape.push_back(n);
-  Tensor out = Tensor::empty(out_shape, a.dtype());  // zero-filled: already the answer when k == 0
+  // gemm with beta = 0 writes every element, so the output need not be zero-filled first (OpenBLAS clears
+  // it itself); an empty sum (k == 0) is zeros.
+  Tensor out = k > 0 ? detail::uninitialized(out_shape, a.dtype()) : Tensor::empty(out_shape, a.dtype());
   if (out.numel() > 0 && k > 0)
     visit_floating(a.dtype(), "matmul", [&]<class T>() { batched_gemm<T>(a2, b2, batch, m, n, k, out); });
 
