@@ -36,10 +36,11 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
         op, a.dtype(), a.shape(), b.dtype(), b.shape());
 }
 
-/// A fresh output of the broadcast shape; equal shapes (the common case) skip building a new Shape.
+/// A fresh output of the broadcast shape; equal shapes (the common case) skip building a new Shape. Not
+/// zero-filled: map_into writes every element of its output (the elementwise outputs below rely on that).
 Tensor broadcast_output(const Tensor& a, const Tensor& b, DType dtype, const char* op) {
-  return a.shape() == b.shape() ? Tensor::empty(a.shape(), dtype)
-                                : Tensor::empty(broadcast_shapes(a.shape(), b.shape(), op), dtype);
+  return a.shape() == b.shape() ? detail::uninitialized(a.shape(), dtype)
+                                : detail::uninitialized(broadcast_shapes(a.shape(), b.shape(), op), dtype);
 }
 
 /// f(a, b) elementwise for float operands; f is generic over float and double.
@@ -58,7 +59,7 @@ Tensor arithmetic(const Tensor& a, const Tensor& b, const char* op, F f) {
 template <class F>
 Tensor unary(const Tensor& x, const char* op, F f) {
   check_floating(x, op);
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  Tensor y = detail::uninitialized(x.shape(), x.dtype());
   visit_floating(x.dtype(), op, [&]<class T>() {
     kernels::map_into<T, T>(y, [f](T v) -> T { return f(v); }, x);
   });
@@ -345,7 +346,7 @@ Tensor logical_not(const Tensor& x) {
   check_defined(x, "logical_not");
   check(x.dtype() == DType::boolean, "logical_not: expected a boolean tensor, got {} of shape {}", x.dtype(),
         x.shape());
-  Tensor out = Tensor::empty(x.shape(), DType::boolean);
+  Tensor out = detail::uninitialized(x.shape(), DType::boolean);
   kernels::map_into<bool, bool>(out, [](bool v) { return !v; }, x);
   return out;
 }
@@ -364,7 +365,7 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     throw Error(fmt::format("where: the condition {}, a {} and b {} cannot be broadcast together", condition.shape(),
                             a.shape(), b.shape()));
   }
-  Tensor y = Tensor::empty(shape, a.dtype());
+  Tensor y = detail::uninitialized(shape, a.dtype());
   visit_dtype(a.dtype(), [&]<class T>() {
     kernels::map_into<T, bool, T, T>(y, [](bool c, T u, T v) { return c ? u : v; }, condition, a, b);
   });
@@ -388,7 +389,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
 Tensor cast(const Tensor& x, DType dtype) {
   check_defined(x, "cast");
   if (x.dtype() == dtype) return x;
-  Tensor y = Tensor::empty(x.shape(), dtype);
+  Tensor y = detail::uninitialized(x.shape(), dtype);
   visit_dtype(x.dtype(), [&]<class From>() {
     visit_dtype(dtype, [&]<class To>() {
       if constexpr (std::is_same_v<To, bool>) {
