@@ -14,6 +14,7 @@
 #include "framework/atomic_file.hpp"
 #include "framework/dispatch.hpp"
 #include "framework/strided.hpp"
+#include "framework/text_cursor.hpp"
 
 // The file format stores little-endian values and loom copies them byte for byte.
 static_assert(std::endian::native == std::endian::little, "loom's .npy reader and writer assume a little-endian CPU");
@@ -68,9 +69,9 @@ struct Header {
   Shape shape;
 };
 
-class HeaderParser {
+class HeaderParser : private TextCursor {
  public:
-  HeaderParser(std::string_view text, const std::string& path) : text_(text), path_(path) {}
+  HeaderParser(std::string_view text, const std::string& path) : TextCursor(text), path_(path) {}
 
   Header parse() {
     Header header;
@@ -118,19 +119,6 @@ class HeaderParser {
   void mark_seen(bool& seen, const std::string& key) const {
     if (seen) fail(fmt::format("key '{}' appears twice", key));
     seen = true;
-  }
-
-  bool at_end() const { return pos_ >= text_.size(); }
-  char peek() const { return at_end() ? '\0' : text_[pos_]; }
-
-  void skip_space() {
-    while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r')) ++pos_;
-  }
-
-  bool consume(char c) {
-    if (at_end() || peek() != c) return false;
-    ++pos_;
-    return true;
   }
 
   void expect(char c, const char* what) {
@@ -197,9 +185,7 @@ class HeaderParser {
     return value;
   }
 
-  std::string_view text_;
   const std::string& path_;
-  std::size_t pos_ = 0;
 };
 
 /// Number of elements of `shape` and the byte size of its data, rejecting shapes whose strides or byte size

@@ -16,6 +16,7 @@
 
 #include "framework/atomic_file.hpp"
 #include "framework/tape.hpp"
+#include "framework/text_cursor.hpp"
 
 // The file format stores little-endian values and loom copies them byte for byte.
 static_assert(std::endian::native == std::endian::little,
@@ -157,9 +158,9 @@ struct Header {
   std::map<std::string, std::string> metadata;
 };
 
-class HeaderParser {
+class HeaderParser : private TextCursor {
  public:
-  HeaderParser(std::string_view text, const std::string& path) : text_(text), path_(path) {}
+  HeaderParser(std::string_view text, const std::string& path) : TextCursor(text), path_(path) {}
 
   Header parse() {
     Header header;
@@ -177,19 +178,6 @@ class HeaderParser {
   [[noreturn]] void fail(const std::string& what) const {
     throw Error(fmt::format("load_safetensors: '{}': invalid header at byte {} of the file: {}", path_,
                             kLengthBytes + pos_, what));
-  }
-
-  bool at_end() const { return pos_ >= text_.size(); }
-  char peek() const { return at_end() ? '\0' : text_[pos_]; }
-
-  void skip_space() {
-    while (!at_end() && (peek() == ' ' || peek() == '\t' || peek() == '\n' || peek() == '\r')) ++pos_;
-  }
-
-  bool consume(char c) {
-    if (at_end() || peek() != c) return false;
-    ++pos_;
-    return true;
   }
 
   /// A JSON object; `on_member(key)` parses the value after the ':'. Keys must be unique within the object.
@@ -345,9 +333,7 @@ class HeaderParser {
     return entry;
   }
 
-  std::string_view text_;
   const std::string& path_;
-  std::size_t pos_ = 0;
 };
 
 // ---- checking the header against the file ----
