@@ -3,46 +3,20 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "framework/npy.hpp"
 #include "framework/ops.hpp"
+#include "tests/temp_files.hpp"
 
 using namespace loom;
+using namespace loom::testing;
 namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh folder, removed with its contents at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device entropy;
-    path = fs::temp_directory_path() / fmt::format("loom-npy-test-{:08x}{:08x}", entropy(), entropy());
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 std::string fixture(const std::string& name) { return std::string(LOOM_FIXTURES_DIR) + "/npy/" + name; }
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-}
 
 /// A .npy file with the given header dict (padded as NumPy does) and raw data bytes.
 std::string npy_file(const std::string& dict, const std::string& data, int version = 1) {
@@ -68,7 +42,7 @@ std::vector<std::string> files_in(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("save_npy and load_npy round-trip f32, f64, i64 and bool", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   const std::string path = dir.file("x.npy");
 
   SECTION("f32 2x3") {
@@ -118,7 +92,7 @@ TEST_CASE("save_npy and load_npy round-trip f32, f64, i64 and bool", "[npy]") {
 }
 
 TEST_CASE("save_npy writes a transposed view in the row-major order of its values", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   Tensor t = Tensor::from_vector(std::vector<double>{1, 2, 3, 4, 5, 6}, Shape{2, 3}).transpose();
   REQUIRE_FALSE(t.is_contiguous());
   io::save_npy(dir.file("t.npy"), t);
@@ -135,7 +109,7 @@ TEST_CASE("save_npy writes a transposed view in the row-major order of its value
 }
 
 TEST_CASE("save_npy writes NumPy's format 1.0 layout", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   io::save_npy(dir.file("x.npy"), Tensor::zeros(Shape{2, 3}, DType::f32));
   const std::string bytes = read_bytes(dir.file("x.npy"));
   REQUIRE(bytes.size() > 10);
@@ -155,7 +129,7 @@ TEST_CASE("save_npy writes NumPy's format 1.0 layout", "[npy]") {
 }
 
 TEST_CASE("save_npy uses format 2.0 when the header does not fit in 64 KiB", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   const Shape shape(30000, 1);  // "1, " per dimension: a header of about 90 KB
   io::save_npy(dir.file("x.npy"), Tensor::full(shape, 2.5, DType::f64));
   const std::string bytes = read_bytes(dir.file("x.npy"));
@@ -195,7 +169,7 @@ TEST_CASE("load_npy rejects big-endian and Fortran-ordered files", "[npy]") {
 }
 
 TEST_CASE("load_npy rejects missing files, bad magic, unsupported versions and dtypes", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   REQUIRE_THROWS_WITH(io::load_npy(dir.file("missing.npy")),
                       Catch::Contains("load_npy") && Catch::Contains("missing.npy") &&
                           Catch::Contains("No such file"));
@@ -228,7 +202,7 @@ TEST_CASE("load_npy rejects missing files, bad magic, unsupported versions and d
 }
 
 TEST_CASE("load_npy rejects truncated files", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   const std::string path = dir.file("cut.npy");
   const std::string whole = read_bytes(fixture("f32_2x3.npy"));
   const std::size_t data_start = whole.size() - 6 * 4;
@@ -248,14 +222,14 @@ TEST_CASE("load_npy rejects truncated files", "[npy]") {
 }
 
 TEST_CASE("load_npy ignores bytes after the data, as np.load does", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   const std::string path = dir.file("extra.npy");
   write_bytes(path, read_bytes(fixture("f32_2x3.npy")) + "trailing bytes");
   CHECK(io::load_npy(path).to_vector<float>() == std::vector<float>{-1.25f, -0.75f, -0.25f, 0.25f, 0.75f, 1.25f});
 }
 
 TEST_CASE("load_npy parses any well-formed header dict", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   const std::string path = dir.file("h.npy");
   const std::string data = f32_bytes({1, 2, 3, 4, 5, 6});
   for (const char* dict : {
@@ -280,7 +254,7 @@ TEST_CASE("load_npy parses any well-formed header dict", "[npy]") {
 }
 
 TEST_CASE("load_npy rejects malformed headers", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   const std::string path = dir.file("h.npy");
   struct Case {
     const char* dict;
@@ -314,7 +288,7 @@ TEST_CASE("load_npy rejects malformed headers", "[npy]") {
 }
 
 TEST_CASE("load_npy checks the promised size against the file before allocating", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   const std::string path = dir.file("big.npy");
   // 4 TB promised by a 128-byte file: rejected as truncated, nothing allocated.
   write_bytes(path, npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000, 1000000)}", ""));
@@ -333,7 +307,7 @@ TEST_CASE("load_npy checks the promised size against the file before allocating"
 }
 
 TEST_CASE("save_npy replaces the target atomically and cleans up on failure", "[npy]") {
-  TempDir dir;
+  TempDir dir("npy");
   const std::string path = dir.file("x.npy");
   io::save_npy(path, Tensor::ones(Shape{2}, DType::f32));
   io::save_npy(path, Tensor::full(Shape{3}, 7.0, DType::f64));  // overwrites

@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "framework/png.hpp"
+#include "tests/temp_files.hpp"
 
 // The reader is only needed here, to look at what was written; static, so its symbols stay in this file.
 #pragma GCC diagnostic push
@@ -22,24 +22,10 @@
 #pragma GCC diagnostic pop
 
 using namespace loom;
+using namespace loom::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// A fresh folder, removed with its contents at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device entropy;
-    path = fs::temp_directory_path() / fmt::format("loom-png-test-{:08x}{:08x}", entropy(), entropy());
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 struct Rgb {
   int r, g, b;
@@ -91,7 +77,7 @@ struct Image {
 }  // namespace
 
 TEST_CASE("save_png round trip is byte exact", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   const int width = 3, height = 2;
   const std::vector<std::uint8_t> rgb = {255, 0, 0, 0, 255, 0, 0, 0, 255, 1, 2, 3, 128, 64, 32, 250, 251, 252};
   io::save_png(dir.file("small.png"), rgb, width, height);
@@ -102,7 +88,7 @@ TEST_CASE("save_png round trip is byte exact", "[png]") {
 }
 
 TEST_CASE("save_png rejects wrong sizes and leaves no file", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   const std::string path = dir.file("bad.png");
   const std::vector<std::uint8_t> rgb(2 * 2 * 3, 0);
   REQUIRE_THROWS_WITH(io::save_png(path, rgb, 3, 2),
@@ -114,7 +100,7 @@ TEST_CASE("save_png rejects wrong sizes and leaves no file", "[png]") {
 }
 
 TEST_CASE("save_png into a missing folder throws and leaves no file", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   const std::string path = dir.file("missing/image.png");
   REQUIRE_THROWS_WITH(io::save_png(path, std::vector<std::uint8_t>(3, 0), 1, 1),
                       Catch::Contains("save_png") && Catch::Contains("missing/image.png"));
@@ -125,7 +111,7 @@ TEST_CASE("save_png into a missing folder throws and leaves no file", "[png]") {
 }
 
 TEST_CASE("save_heatmap_png maps the max to viridis yellow and the min to purple", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   const int cell = 10;
   // The max 4 at [0, 2], the min 0 at [1, 0], the midpoint 2 at [0, 1].
   for (DType dtype : {DType::f32, DType::f64}) {
@@ -143,7 +129,7 @@ TEST_CASE("save_heatmap_png maps the max to viridis yellow and the min to purple
 }
 
 TEST_CASE("save_heatmap_png clamps to the given vmin and vmax", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   // 4 is the middle of [0, 8]; 9 is above vmax.
   io::save_heatmap_png(dir.file("heatmap.png"), Tensor::from_vector(std::vector<float>{4, 9}, Shape{1, 2}),
                        {.cell = 12, .vmin = 0.0, .vmax = 8.0});
@@ -154,7 +140,7 @@ TEST_CASE("save_heatmap_png clamps to the given vmin and vmax", "[png]") {
 }
 
 TEST_CASE("save_heatmap_png makes room for labels and a title", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   const Tensor matrix = Tensor::from_vector(std::vector<float>{1, 2, 3, 4}, Shape{2, 2});
   io::save_heatmap_png(dir.file("plain.png"), matrix);
   io::save_heatmap_png(dir.file("labelled.png"), matrix,
@@ -168,7 +154,7 @@ TEST_CASE("save_heatmap_png makes room for labels and a title", "[png]") {
 }
 
 TEST_CASE("save_heatmap_png rejects bad input", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   const std::string path = dir.file("bad.png");
   REQUIRE_THROWS_WITH(io::save_heatmap_png(path, Tensor::zeros({2, 2, 2})),
                       Catch::Contains("save_heatmap_png") && Catch::Contains("2-D") && Catch::Contains("[2, 2, 2]"));
@@ -188,7 +174,7 @@ TEST_CASE("save_heatmap_png rejects bad input", "[png]") {
 }
 
 TEST_CASE("save_line_chart_png draws each series in its own colour", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   // Rising and falling lines that cross in the middle: left of it "rising" is below "falling", right of it above.
   io::save_line_chart_png(dir.file("chart.png"), {{"rising", {1, 2, 3, 4}}, {"falling", {4, 3, 2, 1}}},
                           {.title = "two lines"});
@@ -209,7 +195,7 @@ TEST_CASE("save_line_chart_png draws each series in its own colour", "[png]") {
 }
 
 TEST_CASE("save_line_chart_png draws a logarithmic y axis", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   // 1, 10, 100, 1000 are evenly spaced on a log axis: the line is straight, so its row falls by equal steps.
   io::save_line_chart_png(dir.file("log.png"), {{"loss", {1000, 100, 10, 1}}}, {.width = 300, .height = 200, .log_y = true});
   const Image image(dir.file("log.png"));
@@ -223,7 +209,7 @@ TEST_CASE("save_line_chart_png draws a logarithmic y axis", "[png]") {
 }
 
 TEST_CASE("save_line_chart_png rejects bad input", "[png]") {
-  TempDir dir;
+  TempDir dir("png");
   const std::string path = dir.file("bad.png");
   const double inf = std::numeric_limits<double>::infinity();
   REQUIRE_THROWS_WITH(io::save_line_chart_png(path, {}), Catch::Contains("save_line_chart_png") && Catch::Contains("no series"));

@@ -7,46 +7,21 @@
 #include <csignal>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "framework/safetensors.hpp"
+#include "tests/temp_files.hpp"
 
 using namespace loom;
+using namespace loom::testing;
 namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh folder, removed with its contents at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device entropy;
-    path = fs::temp_directory_path() / fmt::format("loom-safetensors-test-{:08x}{:08x}", entropy(), entropy());
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 std::string fixture(const std::string& name) { return std::string(LOOM_FIXTURES_DIR) + "/safetensors/" + name; }
-
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), std::streamsize(bytes.size()));
-}
 
 std::string length_prefix(std::uint64_t n) {
   std::string bytes(8, '\0');
@@ -93,7 +68,7 @@ std::vector<std::pair<std::string, Tensor>> layout_tensors() {
 }  // namespace
 
 TEST_CASE("save_safetensors and load_safetensors round-trip f32, f64, i64 and bool", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string path = dir.file("x.safetensors");
   const std::vector<std::pair<std::string, Tensor>> tensors = {
       {"z/f32", Tensor::from_vector(std::vector<float>{1.5f, -2.f, 3.25f, 0.f, 1e-30f, 7.f}, Shape{2, 3})},
@@ -130,7 +105,7 @@ TEST_CASE("save_safetensors and load_safetensors round-trip f32, f64, i64 and bo
 }
 
 TEST_CASE("save_safetensors writes the same bytes as the reference implementation", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   // The same tensors, in the order the reference sorts them, and one metadata key: the same file.
   io::save_safetensors(dir.file("layout.safetensors"), layout_tensors(), {{"format", "np"}});
   const std::string written = read_bytes(dir.file("layout.safetensors"));
@@ -181,7 +156,7 @@ TEST_CASE("load_safetensors reads files written by the reference implementation"
 }
 
 TEST_CASE("load_safetensors widens BF16 to f32 and reads bool bytes other than 0 and 1 as true", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string path = dir.file("h.safetensors");
   write_bytes(path, safetensors_file(R"({"b":{"dtype":"BF16","shape":[4],"data_offsets":[0,8]}})",
                                      raw_bytes(std::vector<std::uint16_t>{0x3f80, 0xc020, 0x0000, 0xff80})));
@@ -193,7 +168,7 @@ TEST_CASE("load_safetensors widens BF16 to f32 and reads bool bytes other than 0
 }
 
 TEST_CASE("load_safetensors accepts any well-formed JSON header", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string path = dir.file("h.safetensors");
   const std::string data = raw_bytes(std::vector<float>{1, 2, 3, 4, 5, 6});
   for (const char* header : {
@@ -221,7 +196,7 @@ TEST_CASE("load_safetensors accepts any well-formed JSON header", "[safetensors]
 }
 
 TEST_CASE("load_safetensors rejects every truncation of a valid file", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string path = dir.file("cut.safetensors");
   const std::string whole = read_bytes(fixture("mixed.safetensors"));
   REQUIRE(whole.size() > 100);
@@ -242,7 +217,7 @@ TEST_CASE("load_safetensors rejects every truncation of a valid file", "[safeten
 }
 
 TEST_CASE("load_safetensors rejects malformed headers", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string path = dir.file("h.safetensors");
   struct Case {
     std::string header;
@@ -301,7 +276,7 @@ TEST_CASE("load_safetensors rejects malformed headers", "[safetensors]") {
 }
 
 TEST_CASE("load_safetensors rejects unsupported dtypes and inconsistent data offsets", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string path = dir.file("d.safetensors");
   struct Case {
     std::string header;
@@ -350,7 +325,7 @@ TEST_CASE("load_safetensors rejects unsupported dtypes and inconsistent data off
 }
 
 TEST_CASE("load_safetensors never crashes on corrupted bytes", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string path = dir.file("fuzz.safetensors");
   const std::string whole = read_bytes(fixture("mixed.safetensors"));
   std::mt19937 random(12345);
@@ -377,7 +352,7 @@ TEST_CASE("load_safetensors never crashes on corrupted bytes", "[safetensors]") 
 }
 
 TEST_CASE("save_safetensors rejects empty, repeated, reserved and non-UTF-8 names", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string path = dir.file("x.safetensors");
   const Tensor t = Tensor::ones(Shape{2});
   REQUIRE_THROWS_WITH(io::save_safetensors(path, {{"", t}}), Catch::Contains("save_safetensors") &&
@@ -415,7 +390,7 @@ struct FileSizeLimit {
 }  // namespace
 
 TEST_CASE("save_safetensors replaces the target atomically and leaves it untouched on failure", "[safetensors]") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string path = dir.file("x.safetensors");
   io::save_safetensors(path, {{"a", Tensor::ones(Shape{2}, DType::f32)}});
   io::save_safetensors(path, {{"b", Tensor::full(Shape{3}, 7.0, DType::f64)}});  // overwrites
