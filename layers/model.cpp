@@ -69,6 +69,13 @@ std::vector<std::int64_t> permutation(std::int64_t n, random::Generator& generat
 
 std::int64_t steps_for(std::int64_t n, std::int64_t batch_size) { return (n + batch_size - 1) / batch_size; }
 
+// The number of batches evaluate and predict run over x, after checking there is something to batch.
+std::int64_t checked_steps(const std::string& model, const char* method, const Tensor& x, std::int64_t batch_size) {
+  check(batch_size > 0, "{}.{}: batch_size must be positive, got {}", model, method, batch_size);
+  check(x.shape()[0] > 0, "{}.{}: no samples (x has shape {})", model, method, x.shape());
+  return steps_for(x.shape()[0], batch_size);
+}
+
 // Rows [begin, end) of x, or the rows named by order[begin, end) when shuffling.
 Tensor batch_rows(const Tensor& x, const std::vector<std::int64_t>* order, std::int64_t begin, std::int64_t end) {
   if (order == nullptr) return ops::slice(x, 0, begin, end);
@@ -85,12 +92,18 @@ void check_samples(const char* method, const Tensor& x, const Tensor& y) {
         method, x.shape(), y.shape(), x.shape()[0], y.shape()[0]);
 }
 
-// Fans a hook out to every callback, in order.
+// Fans a hook out to every callback, in order: the user's, then the progress bar when verbose.
 struct CallbackList {
   std::vector<std::shared_ptr<Callback>> callbacks;
 
-  CallbackList(const std::vector<CallbackArg>& args, Model& model) {
+  CallbackList(const std::vector<CallbackArg>& args, Model& model, int verbose, std::ostream* out, int epochs,
+               std::int64_t steps) {
     for (const auto& a : args) add(a.get(), model);
+    if (verbose > 0) {
+      auto progbar = std::make_shared<ProgbarLogger>(ProgbarOptions{.verbose = verbose, .out = out});
+      progbar->set_params(epochs, steps);
+      add(progbar, model);
+    }
   }
   void add(std::shared_ptr<Callback> callback, Model& model) {
     check(callback != nullptr, "Model: a callback is null");
@@ -102,10 +115,6 @@ struct CallbackList {
     for (const auto& c : callbacks) (c.get()->*hook)(args...);
   }
 };
-
-std::shared_ptr<ProgbarLogger> progbar_logger(int verbose, std::ostream* out) {
-  return std::make_shared<ProgbarLogger>(ProgbarOptions{.verbose = verbose, .out = out});
-}
 
 }  // namespace
 
@@ -238,12 +247,7 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
 
   History history;
   history.params = {options.verbose, options.epochs, steps};
-  CallbackList callbacks(options.callbacks, *this);
-  if (options.verbose > 0) {
-    auto progbar = progbar_logger(options.verbose, options.out);
-    progbar->set_params(options.epochs, steps);
-    callbacks.add(progbar, *this);
-  }
+  CallbackList callbacks(options.callbacks, *this, options.verbose, options.out, options.epochs, steps);
 
   stop_training = false;
   callbacks(&Callback::on_train_begin, Logs{});
@@ -279,17 +283,10 @@ Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) 
   check_compiled("evaluate");
   check_samples("evaluate", x, y);
   check(y.defined(), "{}.evaluate: y is undefined", name());
-  check(options.batch_size > 0, "{}.evaluate: batch_size must be positive, got {}", name(), options.batch_size);
   const std::int64_t n = x.shape()[0];
-  check(n > 0, "{}.evaluate: no samples (x has shape {})", name(), x.shape());
-  const std::int64_t steps = steps_for(n, options.batch_size);
+  const std::int64_t steps = checked_steps(name(), "evaluate", x, options.batch_size);
 
-  CallbackList callbacks(options.callbacks, *this);
-  if (options.verbose > 0) {
-    auto progbar = progbar_logger(options.verbose, options.out);
-    progbar->set_params(1, steps);
-    callbacks.add(progbar, *this);
-  }
+  CallbackList callbacks(options.callbacks, *this, options.verbose, options.out, 1, steps);
   for (const auto& m : metrics_) m->reset_state();
   callbacks(&Callback::on_test_begin, Logs{});
   metrics::Mean loss_tracker("loss");
@@ -308,17 +305,10 @@ Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) 
 
 Tensor Model::predict(const Tensor& x, PredictOptions options) {
   check_samples("predict", x, Tensor());
-  check(options.batch_size > 0, "{}.predict: batch_size must be positive, got {}", name(), options.batch_size);
   const std::int64_t n = x.shape()[0];
-  check(n > 0, "{}.predict: no samples (x has shape {})", name(), x.shape());
-  const std::int64_t steps = steps_for(n, options.batch_size);
+  const std::int64_t steps = checked_steps(name(), "predict", x, options.batch_size);
 
-  CallbackList callbacks(options.callbacks, *this);
-  if (options.verbose > 0) {
-    auto progbar = progbar_logger(options.verbose, options.out);
-    progbar->set_params(1, steps);
-    callbacks.add(progbar, *this);
-  }
+  CallbackList callbacks(options.callbacks, *this, options.verbose, options.out, 1, steps);
   callbacks(&Callback::on_predict_begin, Logs{});
   std::vector<Tensor> outputs;
   for (std::int64_t step = 0; step < steps; ++step) {
