@@ -10,9 +10,7 @@ namespace loom::optim {
 Adam::Adam(AdamOptions options) : Adam("adam", std::move(options)) {}
 
 Adam::Adam(std::string_view default_name, AdamOptions options)
-    : Optimizer(default_name, std::move(options.learning_rate),
-                {options.weight_decay, options.clipnorm, options.clipvalue, options.global_clipnorm,
-                 std::move(options.name)}),
+    : Optimizer(default_name, std::move(options.learning_rate), base_options(options)),
       beta_1_(options.beta_1),
       beta_2_(options.beta_2),
       epsilon_(options.epsilon),

@@ -56,6 +56,14 @@ struct BaseOptions {
   std::optional<std::string> name = std::nullopt;
 };
 
+/// The shared fields of an optimizer's own options struct (which lists them flat, after its own arguments,
+/// so that designated initializers read as Keras's keyword arguments).
+template <class Options>
+BaseOptions base_options(Options& options) {
+  return {options.weight_decay, options.clipnorm, options.clipvalue, options.global_clipnorm,
+          std::move(options.name)};
+}
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;

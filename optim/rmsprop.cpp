@@ -6,9 +6,7 @@
 namespace loom::optim {
 
 RMSprop::RMSprop(RMSpropOptions options)
-    : Optimizer("rmsprop", std::move(options.learning_rate),
-                {options.weight_decay, options.clipnorm, options.clipvalue, options.global_clipnorm,
-                 std::move(options.name)}),
+    : Optimizer("rmsprop", std::move(options.learning_rate), base_options(options)),
       rho_(options.rho),
       momentum_(options.momentum),
       epsilon_(options.epsilon),

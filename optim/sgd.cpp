@@ -6,9 +6,7 @@
 namespace loom::optim {
 
 SGD::SGD(SGDOptions options)
-    : Optimizer("sgd", std::move(options.learning_rate),
-                {options.weight_decay, options.clipnorm, options.clipvalue, options.global_clipnorm,
-                 std::move(options.name)}),
+    : Optimizer("sgd", std::move(options.learning_rate), base_options(options)),
       momentum_(options.momentum),
       nesterov_(options.nesterov) {
   check(momentum_ >= 0.0 && momentum_ <= 1.0, "SGD: momentum must be in [0, 1], got {}", momentum_);
