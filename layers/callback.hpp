@@ -9,8 +9,8 @@
 #include <map>
 #include <memory>
 #include <string>
-#include <type_traits>
-#include <utility>
+
+#include "layers/shared_arg.hpp"
 
 namespace loom::layers {
 
@@ -44,20 +44,6 @@ class Callback {
 };
 
 /// A callback passed to fit: a callback object (copied) or a shared_ptr the caller keeps to inspect it later.
-class CallbackArg {
- public:
-  template <class C>
-    requires std::is_base_of_v<Callback, std::decay_t<C>>
-  CallbackArg(C&& callback)  // NOLINT: implicit, so that `.callbacks = {L::EarlyStopping({...})}` works
-      : callback_(std::make_shared<std::decay_t<C>>(std::forward<C>(callback))) {}
-  template <class C>
-    requires std::is_base_of_v<Callback, C>
-  CallbackArg(std::shared_ptr<C> callback) : callback_(std::move(callback)) {}  // NOLINT
-
-  const std::shared_ptr<Callback>& get() const { return callback_; }
-
- private:
-  std::shared_ptr<Callback> callback_;
-};
+using CallbackArg = SharedArg<Callback>;
 
 }  // namespace loom::layers

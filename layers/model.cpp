@@ -120,8 +120,8 @@ struct CallbackList {
 
 // ---- options -------------------------------------------------------------------------------------------------
 
-OptimizerArg::OptimizerArg(const char* name) : optimizer_(optim::get(name)) {}
-OptimizerArg::OptimizerArg(const std::string& name) : optimizer_(optim::get(name)) {}
+OptimizerArg::OptimizerArg(const char* name) : SharedArg(optim::get(name)) {}
+OptimizerArg::OptimizerArg(const std::string& name) : SharedArg(optim::get(name)) {}
 
 Model& Callback::model() const {
   check(model_ != nullptr, "Callback: not attached to a model (fit, evaluate and predict attach it)");
@@ -163,7 +163,7 @@ void Model::resolve_compiled(const Tensor& y_true, const Tensor& y_pred) {
     loss_ = loss_by_name(std::get<std::string>(loss_spec_), y_true.shape(), y_pred.shape());
   metrics_.clear();
   for (const auto& spec : metric_specs_)
-    metrics_.push_back(spec.metric() ? spec.metric() : metrics::get(spec.name(), y_true.shape(), y_pred.shape()));
+    metrics_.push_back(spec.get() ? spec.get() : metrics::get(spec.name(), y_true.shape(), y_pred.shape()));
 }
 
 Tensor Model::batch_loss(const Tensor& y_true, const Tensor& y_pred) {

@@ -29,6 +29,7 @@
 #include "layers/callback.hpp"
 #include "layers/layer.hpp"
 #include "layers/metrics.hpp"
+#include "layers/shared_arg.hpp"
 #include "optim/optimizer.hpp"
 
 namespace loom::layers {
@@ -39,43 +40,24 @@ using LossFunction = std::function<Tensor(const Tensor& y_true, const Tensor& y_
 
 /// compile's optimizer: a Keras string ("adam", "sgd", "adamw", "rmsprop"), an optimizer object (copied)
 /// or a shared_ptr the caller keeps.
-class OptimizerArg {
+class OptimizerArg : public SharedArg<optim::Optimizer> {
  public:
+  using SharedArg::SharedArg;
   OptimizerArg(const char* name);         // NOLINT: implicit, as Keras accepts strings
   OptimizerArg(const std::string& name);  // NOLINT
-  template <class O>
-    requires std::is_base_of_v<optim::Optimizer, std::decay_t<O>>
-  OptimizerArg(O&& optimizer)  // NOLINT
-      : optimizer_(std::make_shared<std::decay_t<O>>(std::forward<O>(optimizer))) {}
-  template <class O>
-    requires std::is_base_of_v<optim::Optimizer, O>
-  OptimizerArg(std::shared_ptr<O> optimizer) : optimizer_(std::move(optimizer)) {}  // NOLINT
-
-  const std::shared_ptr<optim::Optimizer>& get() const { return optimizer_; }
-
- private:
-  std::shared_ptr<optim::Optimizer> optimizer_;
 };
 
 /// compile's metrics: a Keras string ("accuracy", "mae", ...) resolved at the first batch, or a metric object.
-class MetricArg {
+class MetricArg : public SharedArg<metrics::Metric> {
  public:
-  MetricArg(const char* name) : name_(name) {}          // NOLINT: implicit, as Keras accepts strings
-  MetricArg(std::string name) : name_(std::move(name)) {}  // NOLINT
-  template <class M>
-    requires std::is_base_of_v<metrics::Metric, std::decay_t<M>>
-  MetricArg(M&& metric)  // NOLINT
-      : metric_(std::make_shared<std::decay_t<M>>(std::forward<M>(metric))) {}
-  template <class M>
-    requires std::is_base_of_v<metrics::Metric, M>
-  MetricArg(std::shared_ptr<M> metric) : metric_(std::move(metric)) {}  // NOLINT
-
+  using SharedArg::SharedArg;
+  MetricArg(const char* name) : SharedArg(nullptr), name_(name) {}          // NOLINT: implicit, as Keras
+  MetricArg(std::string name) : SharedArg(nullptr), name_(std::move(name)) {}  // NOLINT
+  /// The string given; empty for a metric object.
   const std::string& name() const { return name_; }
-  const std::shared_ptr<metrics::Metric>& metric() const { return metric_; }
 
  private:
   std::string name_;
-  std::shared_ptr<metrics::Metric> metric_;
 };
 
 // Options, fields in the order of Keras's arguments; loom-only fields after them.

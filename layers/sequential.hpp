@@ -14,25 +14,12 @@
 
 #include "layers/input.hpp"
 #include "layers/model.hpp"
+#include "layers/shared_arg.hpp"
 
 namespace loom::layers {
 
 /// A layer given to Sequential: a layer object (moved in) or a shared_ptr the caller keeps.
-class LayerArg {
- public:
-  template <class L>
-    requires std::is_base_of_v<Layer, std::decay_t<L>> && (!std::is_lvalue_reference_v<L>)
-  LayerArg(L&& layer)  // NOLINT: implicit, so that `Sequential({L::Dense(8), L::Dense(1)})` works
-      : layer_(std::make_shared<std::decay_t<L>>(std::move(layer))) {}
-  template <class L>
-    requires std::is_base_of_v<Layer, L>
-  LayerArg(std::shared_ptr<L> layer) : layer_(std::move(layer)) {}  // NOLINT
-
-  const std::shared_ptr<Layer>& get() const { return layer_; }
-
- private:
-  std::shared_ptr<Layer> layer_;
-};
+using LayerArg = SharedArg<Layer>;
 
 class Sequential : public Model {
  public:
