@@ -1,11 +1,8 @@
 #include "framework/flash_attention.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <functional>
 #include <memory>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -13,6 +10,7 @@
 #include "framework/dispatch.hpp"
 #include "framework/flash_attention_kernels.hpp"
 #include "framework/ops_elementwise.hpp"
+#include "framework/parallel.hpp"
 #include "framework/simd.hpp"
 #include "framework/tape.hpp"
 
@@ -35,25 +33,12 @@ const loom::flash::Kernels<T>& kernels() {
   else return table().f64;
 }
 
-/// Runs fn(worker, item) for items [0, n) on up to `threads` threads (the caller's included), each claiming
-/// the next item from a shared counter: items of unequal cost (causal rows) balance out to within one item.
+std::int64_t cores() { return parallel::thread_count(); }
+
+/// Threads for `flops` of work: one core's worth per ~0.5 MFLOP (waking a pool worker costs microseconds).
 /// The kernels call no BLAS, so the workers never fan out into OpenBLAS's own pool.
-void parallel_for(std::int64_t n, std::int64_t threads, const std::function<void(std::int64_t, std::int64_t)>& fn) {
-  std::atomic<std::int64_t> next{0};
-  auto work = [&](std::int64_t worker) {
-    for (std::int64_t item = next++; item < n; item = next++) fn(worker, item);
-  };
-  std::vector<std::thread> pool;
-  for (std::int64_t w = 1; w < threads; ++w) pool.emplace_back(work, w);
-  work(0);
-  for (auto& t : pool) t.join();
-}
-
-std::int64_t cores() { return std::int64_t(std::max(1U, std::thread::hardware_concurrency())); }
-
-/// Threads for `flops` of work: one core's worth per ~2 MFLOP (a thread start costs tens of microseconds).
-std::int64_t thread_count(std::int64_t items, double flops) {
-  return std::max<std::int64_t>(1, std::min({cores(), items, std::int64_t(flops / 2e6) + 1}));
+int thread_count(std::int64_t items, double flops) {
+  return int(std::max<std::int64_t>(1, std::min({cores(), items, std::int64_t(flops / 5e5) + 1})));
 }
 
 /// Per-worker scratch, left uninitialised (the kernels write before they read; untouched pages cost no memory).
@@ -136,10 +121,10 @@ Forward run_forward(const Prepared& p) {
     pr.group = loom::flash::kMaxGroup;
     while (pr.group > 1 && bh * ((query_blocks(nq) + pr.group - 1) / pr.group) < 8 * cores()) pr.group /= 2;
     const std::int64_t groups = (query_blocks(nq) + pr.group - 1) / pr.group, items = bh * groups;
-    const std::int64_t threads = thread_count(items, 4.0 * double(bh * nq * nk * (d + dv)) / 2);
+    const int threads = thread_count(items, 4.0 * double(bh * nq * nk * (d + dv)) / 2);
     const Scratch<T> scratch(threads, loom::flash::forward_scratch(nk, d, dv));
     // Later query groups first: under a causal mask they cost the most, so the last items claimed are cheap.
-    parallel_for(items, threads, [&](std::int64_t worker, std::int64_t item) {
+    parallel::run(items, threads, [&](int worker, std::int64_t item) {
       kern.forward_block(pr, scratch[worker], item / groups, groups - 1 - item % groups);
     });
   });
@@ -181,9 +166,9 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
     const std::int64_t bounds[3] = {0, chunks == 1 ? key_blocks : std::max<std::int64_t>(1, split), key_blocks};
     T* dq = grads[0].data<T>();
     std::vector<T> second(chunks == 2 ? std::size_t(bh * nq * d) : 0);
-    const std::int64_t threads = thread_count(bh * chunks, 10.0 * double(bh * nq * nk * (d + dv)) / 2);
+    const int threads = thread_count(bh * chunks, 10.0 * double(bh * nq * nk * (d + dv)) / 2);
     const Scratch<T> scratch(threads, loom::flash::backward_scratch(nq, nk, d, dv));
-    parallel_for(bh * chunks, threads, [&](std::int64_t worker, std::int64_t item) {
+    parallel::run(bh * chunks, threads, [&](int worker, std::int64_t item) {
       const std::int64_t head = item / chunks, chunk = item % chunks;
       T* out = (chunk == 0 ? dq : second.data()) + head * nq * d;
       kern.backward_head(pr, scratch[worker], head, bounds[chunk], bounds[chunk + 1], out);
@@ -209,9 +194,9 @@ Tensor run_probabilities(const Prepared& p, const Forward& f) {
     pr.p = out.data<T>();
     const auto& kern = kernels<T>();
     const std::int64_t blocks = query_blocks(nq), items = bh * blocks;
-    const std::int64_t threads = thread_count(items, 2.0 * double(bh * nq * nk * d));
+    const int threads = thread_count(items, 2.0 * double(bh * nq * nk * d));
     const Scratch<T> scratch(threads, loom::flash::forward_scratch(nk, d, p.v.size(3)));
-    parallel_for(items, threads, [&](std::int64_t worker, std::int64_t item) {
+    parallel::run(items, threads, [&](int worker, std::int64_t item) {
       kern.probabilities_block(pr, scratch[worker], item / blocks, item % blocks);
     });
   });

@@ -97,6 +97,20 @@ Tensor scalar_like(double value, const Tensor& t) { return Tensor::scalar(value,
 Tensor pass_where(const Tensor& mask, const Tensor& g) { return where(mask, g, scalar_like(0.0, g)); }
 Tensor block_where(const Tensor& mask, const Tensor& g) { return where(mask, scalar_like(0.0, g), g); }
 
+/// g where y > 0, 0 elsewhere: relu's backward in one pass, without a mask tensor. Its own gradient with
+/// respect to g routes the same way; y only selects, so it gets none.
+Tensor relu_backward(const Tensor& y, const Tensor& g) {
+  Tensor out = broadcast_output(y, g, g.dtype(), "relu_backward");
+  visit_floating(g.dtype(), "relu_backward", [&]<class T>() {
+    kernels::map_into<T, T, T>(out, [](T v, T d) { return v > 0 ? d : T(0); }, y, g);
+  });
+  if (autograd::needs_recording({&g}))
+    autograd::record("relu_backward", {y, g}, {out}, [y](const Grads& gg) {
+      return Grads{Tensor(), relu_backward(y, gg[0])};
+    });
+  return out;
+}
+
 }  // namespace
 
 // ---- binary arithmetic ----
@@ -280,8 +294,7 @@ Tensor sigmoid(const Tensor& x) {
 Tensor relu(const Tensor& x) {
   Tensor y = unary(x, "relu", [](auto v) { return v < 0 ? decltype(v)(0) : v; });  // NaN stays NaN
   if (autograd::needs_recording({&x}))  // gradient 0 at x == 0, as Keras and PyTorch
-    autograd::record("relu", {x}, {y},
-                     [y](const Grads& g) { return Grads{pass_where(greater(y, scalar_like(0.0, y)), g[0])}; });
+    autograd::record("relu", {x}, {y}, [y](const Grads& g) { return Grads{relu_backward(y, g[0])}; });
   return y;
 }
 

@@ -8,6 +8,7 @@
 #include "framework/dispatch.hpp"
 #include "framework/ops_elementwise.hpp"
 #include "framework/ops_shape.hpp"
+#include "framework/parallel.hpp"
 #include "framework/strided.hpp"
 #include "framework/tape.hpp"
 
@@ -126,6 +127,9 @@ void accumulate(const std::array<double*, M>& slots, std::int64_t n, Terms&& ter
   }
 }
 
+/// Slabs per piece of parallel work: enough for some 16K elements, a few microseconds of work.
+std::int64_t slabs_per_piece(const Geometry& geo) { return std::max<std::int64_t>(1, 16384 / geo.slab()); }
+
 /// The values of an optional affine parameter, or `fill` where it is undefined.
 template <class T>
 std::vector<T> param_or(const Tensor& p, std::int64_t n, T fill) {
@@ -147,11 +151,11 @@ struct ForwardBuffers {
   T *out, *shifts, *offsets, *rstds, *means, *variances;
 };
 
-/// The forward's loop over the slabs: per slab, the sums around the shift (double), the statistics, then y.
-/// On raw buffers, so that only this loop (and what it inlines) is compiled per instruction set.
+/// The forward's loop over slabs [first, last): per slab, the sums around the shift (double), the statistics,
+/// then y. On raw buffers, so that only this loop (and what it inlines) is compiled per instruction set.
 template <class T>
 LOOM_MULTIVERSION void forward_slabs(const Geometry& geo, const detail::RunWalk<3>& walk,
-                                     const ForwardBuffers<T>& buffers) {
+                                     const ForwardBuffers<T>& buffers, std::int64_t first, std::int64_t last) {
   const T *x = buffers.x, *gam = buffers.gam, *bet = buffers.bet;
   T *out = buffers.out, *shifts = buffers.shifts, *offsets = buffers.offsets, *rstds = buffers.rstds;
   T *means = buffers.means, *variances = buffers.variances;
@@ -159,7 +163,7 @@ LOOM_MULTIVERSION void forward_slabs(const Geometry& geo, const detail::RunWalk<
   const auto slots = std::size_t(geo.slots());
   std::vector<double> s1(slots), s2(slots);
   std::vector<T> shift_slots(slots), offset_slots(slots), rstd_slots(slots);
-  for (std::int64_t b = 0; b < geo.B; ++b) {
+  for (std::int64_t b = first; b < last; ++b) {
     const T* xs = x + b * geo.slab();
     T* ys = out + b * geo.slab();
     T* shift = shifts + b * geo.G;
@@ -218,10 +222,15 @@ Tensor forward_kernel(const Tensor& xc, const Tensor& gamma, const Tensor& beta,
   }
   Tensor y = detail::uninitialized(xc.shape(), xc.dtype());  // every element written below
   const std::vector<T> gam = param_or(gamma, geo.params(), T(1)), bet = param_or(beta, geo.params(), T(0));
-  forward_slabs<T>(geo, slab_walk(geo),
-                   {xc.data<T>(), gam.data(), bet.data(), y.data<T>(), stats.shift.data<T>(),
-                    stats.offset.data<T>(), stats.rstd.data<T>(), mean ? mean->data<T>() : nullptr,
-                    mean ? variance->data<T>() : nullptr});
+  const ForwardBuffers<T> buffers{xc.data<T>(),          gam.data(),
+                                  bet.data(),            y.data<T>(),
+                                  stats.shift.data<T>(), stats.offset.data<T>(),
+                                  stats.rstd.data<T>(),  mean ? mean->data<T>() : nullptr,
+                                  mean ? variance->data<T>() : nullptr};
+  const detail::RunWalk<3> walk = slab_walk(geo);
+  parallel::for_ranges(geo.B, slabs_per_piece(geo), [&](std::int64_t first, std::int64_t last) {
+    forward_slabs<T>(geo, walk, buffers, first, last);
+  });
   return y;
 }
 
@@ -238,12 +247,12 @@ struct BackwardBuffers {
   bool dbeta;
 };
 
-/// The backward's loop over the slabs (per slab: one pass for the sums, then one for dx), adding the
-/// parameters' gradients into dg and db. On raw buffers, like forward_slabs.
+/// The backward's loop over slabs [first, last) (per slab: one pass for the sums, then one for dx), adding
+/// the parameters' gradients into dg and db. On raw buffers, like forward_slabs.
 template <class T>
 LOOM_MULTIVERSION void backward_slabs(const Geometry& geo, const detail::RunWalk<3>& walk,
-                                      const BackwardBuffers<T>& buffers, std::vector<double>& dg,
-                                      std::vector<double>& db) {
+                                      const BackwardBuffers<T>& buffers, std::int64_t first, std::int64_t last,
+                                      std::vector<double>& dg, std::vector<double>& db) {
   const T *dy = buffers.dy, *x = buffers.x, *gam = buffers.gam, *shifts = buffers.shifts;
   const T *offsets = buffers.offsets, *rstds = buffers.rstds, *dmean = buffers.dmean, *dvar = buffers.dvar;
   T* dx = buffers.dx;
@@ -252,7 +261,7 @@ LOOM_MULTIVERSION void backward_slabs(const Geometry& geo, const detail::RunWalk
   std::vector<double> c1(slots), c2(slots);
   std::vector<T> shift_slots(slots), offset_slots(slots), rstd_slots(slots), shift_coef(slots), xh_coef(slots);
   std::vector<T> shift_coef_g(std::size_t(geo.G)), xh_coef_g(std::size_t(geo.G));
-  for (std::int64_t b = 0; b < geo.B; ++b) {
+  for (std::int64_t b = first; b < last; ++b) {
     const T* xs = x + b * geo.slab();
     const T* dys = dy + b * geo.slab();
     T* dxs = dx + b * geo.slab();
@@ -325,12 +334,31 @@ Grads backward_kernel(const Tensor& dyc, const Tensor& xc, const Tensor& gamma, 
   const std::vector<T> gam = param_or(gamma, geo.params(), T(1));
   const std::vector<T> gm = dmean.defined() ? dmean.to_vector<T>() : std::vector<T>();
   const std::vector<T> gv = dvar.defined() ? dvar.to_vector<T>() : std::vector<T>();
-  std::vector<double> dg(std::size_t(geo.params())), db(std::size_t(geo.params()));
-  backward_slabs<T>(geo, slab_walk(geo),
-                    {dyc.data<T>(), xc.data<T>(), gam.data(), stats.shift.data<T>(), stats.offset.data<T>(),
-                     stats.rstd.data<T>(), gm.empty() ? nullptr : gm.data(), gv.empty() ? nullptr : gv.data(),
-                     grads.dx.data<T>(), beta.defined()},
-                    dg, db);
+  const BackwardBuffers<T> buffers{dyc.data<T>(),
+                                   xc.data<T>(),
+                                   gam.data(),
+                                   stats.shift.data<T>(),
+                                   stats.offset.data<T>(),
+                                   stats.rstd.data<T>(),
+                                   gm.empty() ? nullptr : gm.data(),
+                                   gv.empty() ? nullptr : gv.data(),
+                                   grads.dx.data<T>(),
+                                   beta.defined()};
+  const detail::RunWalk<3> walk = slab_walk(geo);
+  // Each piece sums its slabs' parameter gradients apart; the pieces are then added in order, so the result
+  // does not depend on which thread ran what.
+  const std::int64_t pieces = parallel::piece_count(geo.B, slabs_per_piece(geo));
+  const auto zeros = std::vector<double>(std::size_t(geo.params()));
+  std::vector<std::vector<double>> dgs(std::size_t(pieces), zeros), dbs(std::size_t(pieces), zeros);
+  parallel::for_pieces(geo.B, pieces, [&](std::int64_t piece, std::int64_t first, std::int64_t last) {
+    backward_slabs<T>(geo, walk, buffers, first, last, dgs[std::size_t(piece)], dbs[std::size_t(piece)]);
+  });
+  std::vector<double> dg = zeros, db = zeros;
+  for (std::int64_t piece = 0; piece < pieces; ++piece)
+    for (std::size_t i = 0; i < zeros.size(); ++i) {
+      dg[i] += dgs[std::size_t(piece)][i];
+      db[i] += dbs[std::size_t(piece)][i];
+    }
   const auto to_tensor = [&](const std::vector<double>& values, const Shape& shape) {
     Tensor t = Tensor::empty(shape, xc.dtype());
     std::transform(values.begin(), values.end(), t.data<T>(), [](double v) { return T(v); });

@@ -7,6 +7,7 @@
 #include "framework/dispatch.hpp"
 #include "framework/ops_elementwise.hpp"
 #include "framework/ops_shape.hpp"
+#include "framework/parallel.hpp"
 #include "framework/strided.hpp"
 #include "framework/tape.hpp"
 
@@ -49,12 +50,37 @@ Plan plan_for(const Tensor& x, const Axes& axes, bool keepdims, std::string_view
   return make_plan(x.shape(), normalize_axes(axes, x.ndim(), op), keepdims);
 }
 
+/// Input elements per piece of parallel work.
+constexpr std::int64_t kReduceGrain = 32768;
+
 /// One Acc per output element: combine(acc, value) over its reduced elements, merge(acc, acc) to join
-/// partial results.
+/// partial results. The walk (in memory order) is cut along its outermost dimension into pieces that run in
+/// parallel: pieces of a kept dimension fill disjoint outputs; pieces of a reduced one (a bias gradient's
+/// batch) fill accumulators of their own, merged in piece order. Either way the result does not depend on
+/// which thread ran which piece.
 template <class T, class Acc, class Combine, class Merge>
 std::vector<Acc> reduce(const Tensor& x, const Plan& p, Acc identity, Combine&& combine, Merge&& merge) {
   std::vector<Acc> acc(std::size_t(numel(p.kept)), identity);
-  detail::reduce_into(acc, x.data<T>(), x.shape(), x.strides(), p.to_out, identity, combine, merge);
+  const detail::RunWalk<2> walk(x.shape(), {&x.strides(), &p.to_out}, /*memory_order=*/true);
+  if (walk.empty() || walk.dims().empty() || x.numel() < 2 * kReduceGrain) {
+    detail::reduce_into(acc, x.data<T>(), walk, identity, combine, merge);
+    return acc;
+  }
+  const std::int64_t outer = walk.dims()[0], in_step = walk.strides(0)[0], out_step = walk.strides(1)[0];
+  const std::int64_t grain = std::max<std::int64_t>(1, kReduceGrain / (x.numel() / outer));
+  std::int64_t pieces = parallel::piece_count(outer, grain);
+  if (out_step == 0)  // private accumulators: keep them a small fraction of the input
+    pieces = std::clamp<std::int64_t>(x.numel() / (8 * std::int64_t(acc.size())), 1, pieces);
+  std::vector<std::vector<Acc>> partial(out_step == 0 ? std::size_t(pieces) : 0, acc);
+  parallel::for_pieces(outer, pieces, [&](std::int64_t piece, std::int64_t begin, std::int64_t end) {
+    Shape dims = walk.dims();
+    dims[0] = end - begin;
+    const detail::RunWalk<2> part(dims, {&walk.strides(0), &walk.strides(1)});
+    Acc* into = out_step == 0 ? partial[std::size_t(piece)].data() : acc.data() + begin * out_step;
+    detail::reduce_into(into, x.data<T>() + begin * in_step, part, identity, combine, merge);
+  });
+  for (const auto& part : partial)
+    for (std::size_t i = 0; i < acc.size(); ++i) acc[i] = merge(acc[i], part[i]);
   return acc;
 }
 

@@ -102,8 +102,7 @@ void for_each_run(const Shape& shape, const std::array<const Strides*, K>& strid
 /// `identity` starts one: a run reduced to a single output is split over four independent accumulators so
 /// the loop is not bound by the latency of one chain of adds.
 template <class Acc, class T, class Combine, class Merge>
-void reduce_into(std::vector<Acc>& acc, const T* in, const RunWalk<2>& walk, Acc identity, Combine&& combine,
-                 Merge&& merge) {
+void reduce_into(Acc* acc, const T* in, const RunWalk<2>& walk, Acc identity, Combine&& combine, Merge&& merge) {
   walk([&](const auto& pos, const auto& step, std::int64_t n) {
     const T* x = in + pos[0];
     const std::int64_t s = step[0];
@@ -126,6 +125,12 @@ void reduce_into(std::vector<Acc>& acc, const T* in, const RunWalk<2>& walk, Acc
     Acc& a = acc[std::size_t(pos[1])];
     a = merge(a, merge(merge(l0, l1), merge(l2, l3)));
   });
+}
+
+template <class Acc, class T, class Combine, class Merge>
+void reduce_into(std::vector<Acc>& acc, const T* in, const RunWalk<2>& walk, Acc identity, Combine&& combine,
+                 Merge&& merge) {
+  reduce_into(acc.data(), in, walk, identity, combine, merge);
 }
 
 /// The same over `in` of this shape and strides, walked in memory order.
