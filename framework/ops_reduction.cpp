@@ -217,6 +217,7 @@ Tensor argmin(const Tensor& x, std::int64_t axis, bool keepdims) {
 Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
   const Plan p = plan_for(x, axes, keepdims, "logsumexp");
   bool any_dead = false;  // an output whose inputs are all -inf (or that reduces nothing): log(0) = -inf
+  Tensor shift_kept;      // the max per output, 0 where it is -inf: the backward's constant shift
   Tensor y = visit_floating(x.dtype(), "logsumexp", [&]<class T>() {
     auto shift = reduce<T>(x, p, -std::numeric_limits<T>::infinity(), extreme<true>, extreme<true>);
     // Shifting by the max keeps exp() in range; an infinite max is the answer itself (and avoids inf - inf).
@@ -233,20 +234,22 @@ Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
       any_dead = any_dead || shift[i] == -std::numeric_limits<T>::infinity();
       if (std::isfinite(shift[i])) total[i] = double(shift[i]) + std::log(total[i]);
       else total[i] = double(shift[i]);
+      if (shift[i] == -std::numeric_limits<T>::infinity()) shift[i] = T(0);
     }
+    shift_kept = to_tensor<T>(shift, p.kept);
     return to_tensor<T>(total, p.out);
   });
   if (autograd::needs_recording({&x}))
-    autograd::record("logsumexp", {x}, {y}, [x, y, kept = p.kept, any_dead](const std::vector<Tensor>& g) {
-      // d/dx = softmax(x) = exp(x - y). Written with the recorded y so that it differentiates again.
-      Tensor y_kept = y.shape() == kept ? y : reshape(y, kept);
-      if (any_dead) {
-        // All -inf rows: shift by 0 instead of -inf so exp(-inf - 0) = 0 instead of NaN (no gradient there).
-        const Tensor dead = equal(y_kept, Tensor::scalar(-std::numeric_limits<double>::infinity(), y.dtype()));
-        y_kept = where(dead, Tensor::scalar(0.0, y.dtype()), y_kept);
-      }
-      const Tensor g_kept = g[0].shape() == kept ? g[0] : reshape(g[0], kept);
-      return std::vector<Tensor>{mul(g_kept, exp(sub(x, y_kept)))};
+    autograd::record("logsumexp", {x}, {y}, [x, shift_kept, p, any_dead](const std::vector<Tensor>& g) {
+      // d/dx = softmax(x) = exp(x - max) / sum(exp(x - max)). Not exp(x - y): that carries y's rounding
+      // (1e-3 relative at logits of 1e4 in float32). Softmax ignores the shift, so the max is a constant
+      // and this differentiates again.
+      const Tensor e = exp(sub(x, shift_kept));
+      Tensor total = sum(e, p.axes, /*keepdims=*/true);
+      // All -inf rows: every e is 0; divide by 1 instead of 0 so their gradient is 0, not NaN.
+      if (any_dead) total = where(equal(total, Tensor::scalar(0.0, total.dtype())), Tensor::scalar(1.0, total.dtype()), total);
+      const Tensor g_kept = g[0].shape() == p.kept ? g[0] : reshape(g[0], p.kept);
+      return std::vector<Tensor>{mul(g_kept, div(e, total))};
     });
   return y;
 }
