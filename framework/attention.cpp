@@ -152,7 +152,7 @@ AttentionOutputs scaled_dot_product_attention_with_probabilities(const Tensor& q
   validate("scaled_dot_product_attention", q, k, &v, options);
   // Auto keeps differentiable probabilities when a tape watches q or k (flash's are not recorded).
   const bool flash = options.impl == AttentionImpl::Flash ||
-                     (use_flash(q, k, v, options) && !autograd::needs_recording({&q, &k}));
+                     (use_flash(q, k, v, options) && !autograd::tape_tracks({&q, &k}));
   if (flash) return flash_attention::forward_with_probabilities(q, k, v, options);
   const Tensor p = probabilities(q, k, options);
   return {matmul(p, v), p};

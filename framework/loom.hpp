@@ -6,6 +6,7 @@
 #include "framework/error.hpp"
 #include "framework/gradcheck.hpp"
 #include "framework/npy.hpp"
+#include "framework/numerics.hpp"
 #include "framework/ops.hpp"
 #include "framework/png.hpp"
 #include "framework/random.hpp"

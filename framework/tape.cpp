@@ -1,25 +1,43 @@
 #include "framework/tape.hpp"
 
 #include <algorithm>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
+#include "framework/numerics.hpp"
 #include "framework/ops.hpp"
 
 namespace loom {
 
 namespace {
 
-/// Per thread: the live tapes (outermost first) and the NoGradGuard depth.
+/// Per thread: the live tapes (outermost first), the NoGradGuard depth, and the op whose backward rule
+/// gradient() is running (named by check_numerics).
 struct ThreadAutograd {
   std::vector<GradientTape*> tapes;
   int no_grad_depth = 0;
+  std::string_view replaying;
 };
 
 ThreadAutograd& thread_autograd() {
   thread_local ThreadAutograd state;
   return state;
 }
+
+/// RAII: marks `op`'s backward rule as running on this thread, restoring the outer one after.
+class ReplayingOp {
+ public:
+  explicit ReplayingOp(std::string_view op) : outer_(std::exchange(thread_autograd().replaying, op)) {}
+  ~ReplayingOp() { thread_autograd().replaying = outer_; }
+  ReplayingOp(const ReplayingOp&) = delete;
+  ReplayingOp& operator=(const ReplayingOp&) = delete;
+  std::string_view outer() const { return outer_; }
+
+ private:
+  std::string_view outer_;
+};
 
 }  // namespace
 
@@ -133,7 +151,14 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       output_grads.push_back(it != grads.end() ? it->second : Tensor::zeros(out.shape, out.dtype));
     }
     if (!any) continue;
-    std::vector<Tensor> input_grads = node.backward(output_grads);
+    std::vector<Tensor> input_grads;
+    {
+      const ReplayingOp replaying_node(node.op);
+      input_grads = node.backward(output_grads);
+      if (check_numerics_enabled())
+        numerics::check_finite(node.op, output_grads, input_grads,
+                               {.backward_rule = true, .gradient_of = replaying_node.outer()});
+    }
     check(input_grads.size() == node.inputs.size(), "GradientTape.gradient: the backward rule of '{}' returned {} "
           "gradients for {} inputs", node.op, input_grads.size(), node.inputs.size());
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {
@@ -173,27 +198,40 @@ NoGradGuard::~NoGradGuard() { --thread_autograd().no_grad_depth; }
 
 namespace autograd {
 
-bool needs_recording(std::initializer_list<const Tensor*> inputs) {
+namespace {
+
+const Tensor& tensor_of(const Tensor* t) { return *t; }
+const Tensor& tensor_of(const Tensor& t) { return t; }
+
+template <class Inputs>
+bool tracked_on_this_thread(const Inputs& inputs) {
   const auto& state = thread_autograd();
   if (state.tapes.empty() || state.no_grad_depth > 0) return false;
   for (const GradientTape* tape : state.tapes)
-    for (const Tensor* t : inputs)
-      if (TapeRecorder::wants(*tape, *t)) return true;
+    for (const auto& t : inputs)
+      if (TapeRecorder::wants(*tape, tensor_of(t))) return true;
   return false;
 }
 
-bool needs_recording(const std::vector<Tensor>& inputs) {
-  const auto& state = thread_autograd();
-  if (state.tapes.empty() || state.no_grad_depth > 0) return false;
-  for (const GradientTape* tape : state.tapes)
-    for (const Tensor& t : inputs)
-      if (TapeRecorder::wants(*tape, t)) return true;
-  return false;
+/// check_numerics sends every op with a float input to record(), which checks its outputs.
+template <class Inputs>
+bool needs_recording_or_check(const Inputs& inputs) {
+  if (check_numerics_enabled())
+    for (const auto& t : inputs)
+      if (tensor_of(t).defined() && is_floating(tensor_of(t).dtype())) return true;
+  return tracked_on_this_thread(inputs);
 }
+
+}  // namespace
+
+bool needs_recording(std::initializer_list<const Tensor*> inputs) { return needs_recording_or_check(inputs); }
+bool needs_recording(const std::vector<Tensor>& inputs) { return needs_recording_or_check(inputs); }
+bool tape_tracks(std::initializer_list<const Tensor*> inputs) { return tracked_on_this_thread(inputs); }
 
 void record(const char* op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
             BackwardFn backward) {
   auto& state = thread_autograd();
+  if (check_numerics_enabled()) numerics::check_finite(op, inputs, outputs, {.gradient_of = state.replaying});
   if (state.tapes.empty() || state.no_grad_depth > 0) return;
   auto wants_any = [&](const GradientTape* tape) {
     for (const Tensor& t : inputs)

@@ -64,7 +64,8 @@ class GradientTape {
   void watch(const std::vector<Tensor>& ts);
 
   /// d(sum(target * output_gradient)) / d(source) for each source; output_gradient defaults to ones.
-  /// A non-persistent tape may be asked once.
+  /// A non-persistent tape may be asked once. With check_numerics on, the gradients each backward rule
+  /// returns are checked too (the op is named "<op> backward").
   std::vector<Tensor> gradient(const Tensor& target, const std::vector<Tensor>& sources,
                                const Tensor& output_gradient = {},
                                UnconnectedGradients unconnected = UnconnectedGradients::zero);
@@ -111,11 +112,16 @@ class NoGradGuard {
 };
 
 namespace autograd {
-/// True when some tape on this thread would record an op with these inputs. Ops check it before building
-/// their backward closure, so untaped code pays almost nothing.
+/// True when some tape on this thread would record an op with these inputs, or when check_numerics is on
+/// (framework/numerics.hpp) and one of them is a float tensor. Ops check it before building their backward
+/// closure and calling record(), so untaped code pays almost nothing.
 bool needs_recording(std::initializer_list<const Tensor*> inputs);
 bool needs_recording(const std::vector<Tensor>& inputs);
-/// Records `op` on every active tape that tracks one of `inputs`.
+/// True when some tape on this thread would record an op with these inputs, whatever check_numerics says:
+/// for choices that depend on whether gradients can be asked for (not for guarding record()).
+bool tape_tracks(std::initializer_list<const Tensor*> inputs);
+/// With check_numerics on, first throws loom::Error if an output holds a NaN or an infinity. Then records
+/// `op` on every active tape that tracks one of `inputs`.
 void record(const char* op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
             BackwardFn backward);
 }  // namespace autograd
