@@ -37,7 +37,9 @@ struct Vec {
   static V load(const T* p) { return V::load_unaligned(p); }
   static void store(T* p, const V& v) { v.store_unaligned(p); }
   static V set(T x) { return V(x); }
-  static V exp(const V& x) { return xsimd::exp(x); }
+  // xsimd converts x * log2(e) to an integer before it selects 0 below the underflow bound, so -inf (a
+  // masked score) would be undefined behaviour there; below -1000 exp is 0 anyway. NaN passes through.
+  static V exp(const V& x) { return xsimd::exp(xsimd::select(x < V(T(-1000)), V(T(-1000)), x)); }
   static V max(const V& a, const V& b) { return xsimd::max(a, b); }
   /// -inf -> 0: the shift of a row that has seen no allowed key yet, so exp(-inf - shift) = 0, never NaN.
   static V finite_or_zero(const V& x) {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <set>
+#include <string_view>
 
 #include "framework/ops.hpp"
 #include "framework/strided.hpp"
@@ -32,26 +33,34 @@ std::string element_name(const Shape& shape, std::int64_t flat) {
   return fmt::format("({})", fmt::join(index, ", "));
 }
 
-Tensor evaluate(const TensorFn& fn, const std::vector<Tensor>& inputs) {
+/// Float64 inputs and usable tolerances, before anything runs; `op` names the check in the error.
+void check_arguments(const std::vector<Tensor>& inputs, const GradcheckOptions& options, std::string_view op) {
+  check(!inputs.empty(), "{}: expected at least one input", op);
+  for (std::size_t k = 0; k < inputs.size(); ++k)
+    check(inputs[k].defined() && inputs[k].dtype() == DType::f64,
+          "{}: input {} must be float64 (finite differences in float32 are too coarse), got {}", op, k,
+          inputs[k].defined() ? fmt::format("{} of shape {}", inputs[k].dtype(), inputs[k].shape()) : "undefined");
+  check(std::isfinite(options.eps) && options.eps > 0.0, "{}: eps must be finite and > 0, got {}", op, options.eps);
+  check(options.atol >= 0.0 && options.rtol >= 0.0, "{}: atol and rtol must be >= 0, got atol={}, rtol={}", op,
+        options.atol, options.rtol);
+}
+
+Tensor evaluate(const TensorFn& fn, const std::vector<Tensor>& inputs, std::string_view op) {
   Tensor y = fn(inputs);
-  check(y.defined() && y.dtype() == DType::f64, "gradcheck: the function must return a float64 tensor, got {}",
-        y.defined() ? fmt::format("{}", y.dtype()) : "an undefined tensor");
+  check(y.defined() && y.dtype() == DType::f64, "{}: the function must return a float64 tensor, got {}", op,
+        y.defined() ? fmt::format("{} of shape {}", y.dtype(), y.shape()) : "an undefined tensor");
   return y;
 }
 
 }  // namespace
 
 GradcheckResult gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
-  check(!inputs.empty(), "gradcheck: expected at least one input");
-  for (std::size_t k = 0; k < inputs.size(); ++k)
-    check(inputs[k].defined() && inputs[k].dtype() == DType::f64,
-          "gradcheck: input {} must be float64 (finite differences in float32 are too coarse), got {}", k,
-          inputs[k].defined() ? fmt::format("{} of shape {}", inputs[k].dtype(), inputs[k].shape()) : "undefined");
+  check_arguments(inputs, options, "gradcheck");
 
   // Analytic Jacobian: one forward pass on a persistent tape, one backward pass per output element.
   GradientTape tape(/*persistent=*/true);
   tape.watch(inputs);
-  const Tensor y = evaluate(fn, inputs);
+  const Tensor y = evaluate(fn, inputs, "gradcheck");
   const std::int64_t outputs = y.numel();
   std::vector<std::vector<std::vector<double>>> analytic(inputs.size());  // [input][output][element]
   for (std::int64_t i = 0; i < outputs; ++i) {
@@ -84,9 +93,9 @@ GradcheckResult gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs,
       double& x = base[positions[j]];
       const double original = x;
       x = original + options.eps;
-      const auto plus = evaluate(fn, inputs).to_vector<double>();
+      const auto plus = evaluate(fn, inputs, "gradcheck").to_vector<double>();
       x = original - options.eps;
-      const auto minus = evaluate(fn, inputs).to_vector<double>();
+      const auto minus = evaluate(fn, inputs, "gradcheck").to_vector<double>();
       x = original;
       for (std::int64_t i = 0; i < outputs; ++i) {
         const double numeric = (plus[std::size_t(i)] - minus[std::size_t(i)]) / (2.0 * options.eps);
@@ -108,9 +117,10 @@ GradcheckResult gradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs,
 }
 
 GradcheckResult gradgradcheck(const TensorFn& fn, const std::vector<Tensor>& inputs, const GradcheckOptions& options) {
+  check_arguments(inputs, options, "gradgradcheck");
   const Tensor y = [&] {
     NoGradGuard no_grad;
-    return evaluate(fn, inputs);
+    return evaluate(fn, inputs, "gradgradcheck");
   }();
   const Tensor cotangent = Tensor::randn(y.shape(), DType::f64, /*seed=*/12345);
   // The first-order gradient as a function of the inputs; the inner tape's backward ops are recorded on

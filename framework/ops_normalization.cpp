@@ -20,7 +20,7 @@
 // picked when the library loads (GCC function multiversioning); flatten inlines the walks and loop bodies into
 // each clone, so the loops themselves are compiled for the wider vectors. (An AVX-512 clone measured no
 // faster, the kernels being bound by memory, and each clone costs compile time.)
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define LOOM_MULTIVERSION __attribute__((target_clones("avx2", "default"), flatten))
 #else
 #define LOOM_MULTIVERSION

@@ -178,7 +178,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
       inferred = d;
     } else {
       check(target[d] >= 0, "reshape: invalid dimension {} in shape {}", target[d], shape);
-      known *= target[d];
+      check(!__builtin_mul_overflow(known, target[d], &known),
+            "reshape: shape {} has more elements than a 64-bit count holds", shape);
     }
   }
   if (inferred) {
@@ -281,6 +282,11 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
           x.shape(), shape, d, size, shape[d]);
     if (size == shape[d]) strides[d] = x.strides()[d - lead];
   }
+  // A view allocates nothing, so no factory would notice a count that overflows.
+  std::int64_t count = 1;
+  for (auto d : shape)
+    check(!__builtin_mul_overflow(count, d, &count),
+          "broadcast_to: target shape {} has more elements than a 64-bit count holds", shape);
   Tensor y = make_view(x, shape, std::move(strides), x.offset());
   if (autograd::needs_recording({&x}))
     autograd::record("broadcast_to", {x}, {y}, [in_shape = x.shape()](const std::vector<Tensor>& g) {

@@ -25,8 +25,12 @@ std::uint64_t next_tensor_id() {
   return counter.fetch_add(1, std::memory_order_relaxed);
 }
 
-void check_shape(const Shape& shape, std::string_view op) {
+/// No negative dimension, and a byte count that fits in memory's address range.
+void check_shape(const Shape& shape, DType dtype, std::string_view op) {
   for (auto d : shape) check(d >= 0, "{}: negative dimension in shape {}", op, shape);
+  std::int64_t bytes = std::int64_t(dtype_size(dtype));
+  for (auto d : shape)
+    check(!__builtin_mul_overflow(bytes, d, &bytes), "{}: shape {} of {} is too large to allocate", op, shape, dtype);
 }
 
 template <class T>
@@ -85,8 +89,9 @@ Storage::~Storage() {
 
 namespace {
 
-Tensor fresh(const Shape& shape, DType dtype, bool zero) {
-  check_shape(shape, "Tensor");
+/// A new contiguous tensor; `op` names the factory in the error for a negative or oversized shape.
+Tensor fresh(const Shape& shape, DType dtype, bool zero, std::string_view op) {
+  check_shape(shape, dtype, op);
   auto impl = std::make_shared<TensorImpl>();
   impl->id = next_tensor_id();
   impl->dtype = dtype;
@@ -97,20 +102,24 @@ Tensor fresh(const Shape& shape, DType dtype, bool zero) {
   return Tensor(std::move(impl));
 }
 
-}  // namespace
-
-Tensor Tensor::empty(const Shape& shape, DType dtype) { return fresh(shape, dtype, true); }
-
-Tensor detail::uninitialized(const Shape& shape, DType dtype) { return fresh(shape, dtype, false); }
-
-Tensor Tensor::zeros(const Shape& shape, DType dtype) { return empty(shape, dtype); }
-
-Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
-
-Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
-  Tensor t = empty(shape, dtype);
+Tensor filled(const Shape& shape, double value, DType dtype, std::string_view op) {
+  Tensor t = fresh(shape, dtype, false, op);
   visit_dtype(dtype, [&]<class T>() { std::fill_n(t.data<T>(), t.numel(), convert<T>(value)); });
   return t;
+}
+
+}  // namespace
+
+Tensor Tensor::empty(const Shape& shape, DType dtype) { return fresh(shape, dtype, true, "Tensor::empty"); }
+
+Tensor detail::uninitialized(const Shape& shape, DType dtype) { return fresh(shape, dtype, false, "Tensor"); }
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) { return fresh(shape, dtype, true, "Tensor::zeros"); }
+
+Tensor Tensor::ones(const Shape& shape, DType dtype) { return filled(shape, 1.0, dtype, "Tensor::ones"); }
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  return filled(shape, value, dtype, "Tensor::full");
 }
 
 Tensor Tensor::scalar(double value, DType dtype) { return full(Shape{}, value, dtype); }
@@ -118,7 +127,11 @@ Tensor Tensor::scalar(double value, DType dtype) { return full(Shape{}, value, d
 Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
   check(step != 0.0 && std::isfinite(start) && std::isfinite(stop) && std::isfinite(step),
         "arange: expected finite start, stop and a nonzero step, got start={}, stop={}, step={}", start, stop, step);
-  const auto n = std::max<std::int64_t>(0, std::int64_t(std::ceil((stop - start) / step)));
+  const double count = std::ceil((stop - start) / step);
+  // Checked before the conversion: a double beyond int64's range does not convert.
+  check(count < 0x1p62, "arange: start={}, stop={}, step={} would give {} values, too many to allocate", start, stop,
+        step, count);
+  const auto n = std::max<std::int64_t>(0, std::int64_t(count));
   Tensor t = empty(Shape{n}, dtype);
   visit_dtype(dtype, [&]<class T>() {
     T* out = t.data<T>();
@@ -129,7 +142,7 @@ Tensor Tensor::arange(double start, double stop, double step, DType dtype) {
 
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
-  check_shape(shape, "Tensor::from_vector");
+  check_shape(shape, dtype_of<T>(), "Tensor::from_vector");
   check(std::int64_t(values.size()) == loom::numel(shape),
         "Tensor::from_vector: {} values cannot fill shape {} ({} elements)", values.size(), shape,
         loom::numel(shape));
@@ -147,7 +160,7 @@ namespace {
 template <class Sample>
 Tensor random_tensor(const Shape& shape, DType dtype, std::optional<std::uint64_t> seed, std::string_view op,
                      Sample&& sample) {
-  Tensor t = Tensor::empty(shape, dtype);
+  Tensor t = fresh(shape, dtype, false, op);
   random::Generator seeded(seed.value_or(0));
   random::Generator& generator = seed ? seeded : random::thread_generator();
   visit_floating(dtype, op, [&]<class T>() {

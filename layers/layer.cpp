@@ -37,6 +37,8 @@ Tensor Layer::operator()(const Tensor& x, bool training) {
 
 void Layer::maybe_build(const Shape& input_shape, DType dtype) {
   if (built_) return;
+  check(std::all_of(input_shape.begin(), input_shape.end(), [](std::int64_t d) { return d >= -1; }),
+        "{}: cannot build for input shape {}: sizes must be >= 0, or -1 where unknown", path_, input_shape);
   dtype_ = dtype;
   NoGradGuard no_grad;  // initial values are constants, not part of any computation to differentiate
   build(input_shape);
@@ -60,6 +62,9 @@ Variable Layer::add_weight(const std::string& name, const Shape& shape, const In
                            bool trainable, std::optional<Fans> fans) {
   for (const auto& w : weights_)
     check(w.variable.name() != path_ + "/" + name, "{}: a weight named '{}' exists already", path_, name);
+  check(std::all_of(shape.begin(), shape.end(), [](std::int64_t d) { return d >= 0; }),
+        "{}: weight '{}' would have shape {}: a size it takes from the input shape is unknown (-1)", path_, name,
+        shape);
   Tensor value;
   {
     NoGradGuard no_grad;

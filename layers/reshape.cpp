@@ -16,6 +16,12 @@ Reshape::Reshape(Shape target_shape, ReshapeOptions options)
 
 Shape Reshape::compute_output_shape(const Shape& input_shape) const {
   check(!input_shape.empty(), "{}: expected an input with a batch axis, got a scalar", name());
+  // A sample size not known yet (-1 after the batch axis, from an Input) leaves -1 in the target unknown too.
+  if (std::any_of(input_shape.begin() + 1, input_shape.end(), [](std::int64_t d) { return d < 0; })) {
+    Shape out{input_shape[0]};
+    out.insert(out.end(), target_shape_.begin(), target_shape_.end());
+    return out;
+  }
   const std::int64_t sample = numel(Shape(input_shape.begin() + 1, input_shape.end()));
   std::int64_t known = 1;
   for (auto d : target_shape_)

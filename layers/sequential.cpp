@@ -28,6 +28,8 @@ void Sequential::add(LayerArg arg) {
     const auto children = layers();
     for (std::size_t i = 0; i + 1 < children.size(); ++i) shape = children[i]->compute_output_shape(shape);
     layer->maybe_build(shape, dtype());
+    // As Keras, a layer the model's input shape does not fit is an error when added, not at the first fit.
+    layer->compute_output_shape(shape);
   }
 }
 

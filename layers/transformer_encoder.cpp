@@ -82,6 +82,13 @@ Tensor TransformerEncoder::call(const Tensor& x, bool training) { return forward
 Tensor TransformerEncoder::operator()(const Tensor& x, const TransformerEncoderCall& options) {
   check(x.defined(), "{}: the input is undefined", name());
   maybe_build(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::f32);
+  // Checked here, so that the message names this layer rather than its attention child.
+  if (options.padding_mask.defined()) {
+    const Shape tokens{x.size(0), x.size(1)};
+    check(options.padding_mask.shape() == tokens,
+          "{}: padding_mask must have shape {} ([batch, seq] of the input {}), got {}", name(), tokens, x.shape(),
+          options.padding_mask.shape());
+  }
   return forward(x, options);
 }
 

@@ -44,7 +44,8 @@ void clip_by_global_norm(std::vector<Tensor>& gradients, double clipnorm) {
 }  // namespace
 
 LearningRate::LearningRate(double value) : value_(value) {
-  check(std::isfinite(value), "LearningRate: a constant learning rate must be finite, got {}", value);
+  check(std::isfinite(value) && value >= 0.0, "LearningRate: a constant learning rate must be finite and >= 0, got {}",
+        value);
 }
 
 double LearningRate::at(std::int64_t step) const { return schedule_ ? schedule_(step) : value_; }
@@ -90,8 +91,12 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vec
     gradients.push_back(grads[i]);
     variables.push_back(var);
   }
-  check(!gradients.empty(), "{}.apply_gradients: no gradient provided for any of the {} variables", name_,
-        vars.size());
+  if (gradients.empty()) {
+    std::vector<std::string> names;
+    for (const Variable& var : vars) names.push_back(var.name());
+    throw Error(fmt::format("{}.apply_gradients: no gradient provided for any of the {} variables: {}", name_,
+                            vars.size(), names));
+  }
 
   NoGradGuard no_grad;  // an update is state, not part of any computation to differentiate
   if (options_.clipnorm) {

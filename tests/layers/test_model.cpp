@@ -343,7 +343,7 @@ TEST_CASE("weights files with the optimizer state resume training exactly", "[mo
 
 TEST_CASE("crossentropy and accuracy strings pick the binary, sparse or categorical form from the shapes", "[model]") {
   auto [x, labels] = blobs(64, 14);
-  auto evaluate_with = [&](L::Sequential& model, const char* loss, const Tensor& y) {
+  auto evaluate_with = [&, &x = x](L::Sequential& model, const char* loss, const Tensor& y) {
     model.compile({.optimizer = "adam", .loss = loss, .metrics = {"accuracy"}});
     return model.evaluate(x, y, {.verbose = 0});
   };
