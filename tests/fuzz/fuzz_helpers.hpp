@@ -1,0 +1,47 @@
+#pragma once
+// Shared by the libFuzzer targets: the input as a file (the loaders read paths) and the round-trip check
+// that a loaded tensor saves and loads back to the same bytes.
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "framework/tensor.hpp"
+#include "tests/temp_files.hpp"
+
+namespace loom::fuzzing {
+
+/// A folder for the fuzz input and the round-trip files, removed when the fuzzer exits normally.
+inline const testing::TempDir& work_dir() {
+  static const testing::TempDir dir("fuzz");
+  return dir;
+}
+
+/// Writes the fuzz input to a file in work_dir() and returns its path.
+inline std::string input_file(const std::uint8_t* data, std::size_t size, const std::string& name) {
+  const std::string path = work_dir().file(name);
+  testing::write_bytes(path, std::string(reinterpret_cast<const char*>(data), size));
+  return path;
+}
+
+/// The row-major bytes of a freshly loaded (contiguous) tensor.
+inline std::string_view tensor_bytes(const Tensor& t) {
+  return {reinterpret_cast<const char*>(t.impl().storage->data()) + std::size_t(t.offset()) * dtype_size(t.dtype()),
+          std::size_t(t.numel()) * dtype_size(t.dtype())};
+}
+
+/// A broken invariant is a finding: abort, so that libFuzzer saves the input.
+inline void require(bool ok, const char* invariant) {
+  if (ok) return;
+  std::fprintf(stderr, "fuzz invariant broken: %s\n", invariant);
+  std::abort();
+}
+
+inline void require_same(const Tensor& a, const Tensor& b) {
+  require(a.dtype() == b.dtype(), "the round trip keeps the dtype");
+  require(a.shape() == b.shape(), "the round trip keeps the shape");
+  require(tensor_bytes(a) == tensor_bytes(b), "the round trip keeps the bytes");
+}
+
+}  // namespace loom::fuzzing
