@@ -25,12 +25,7 @@ std::vector<std::int64_t> element_positions(const Tensor& t, std::size_t input) 
 }
 
 std::string element_name(const Shape& shape, std::int64_t flat) {
-  std::vector<std::int64_t> index(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return fmt::format("({})", fmt::join(index, ", "));
+  return fmt::format("({})", fmt::join(unravel_index(flat, shape), ", "));
 }
 
 /// Float64 inputs and usable tolerances, before anything runs; `op` names the check in the error.

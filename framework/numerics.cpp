@@ -64,16 +64,6 @@ std::optional<Bad> first_non_finite(const Tensor& t) {
   return visit_floating(t.dtype(), "check_numerics", [&]<class T>() { return first_non_finite<T>(t); });
 }
 
-/// The row-major flat index as a multi-index: [i, j, ...].
-std::vector<std::int64_t> unravel(std::int64_t flat, const Shape& shape) {
-  std::vector<std::int64_t> index(shape.size());
-  for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
-  }
-  return index;
-}
-
 std::string kind(double value) { return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf"; }
 
 std::string describe(const std::vector<Tensor>& tensors) {
@@ -110,10 +100,10 @@ void check_finite(std::string_view op, const std::vector<Tensor>& inputs, const 
           "check_numerics: {} came into op '{}' with its {} {} (element {} of shape {}; {}: {}){}; no checked op "
           "produced it: it was in the data, or written by code that is not an op",
           kind(incoming->value), name, site.backward_rule ? "output gradient" : "input", i,
-          unravel(incoming->index, inputs[i].shape()), inputs[i].shape(), inputs_are, describe(inputs), within));
+          unravel_index(incoming->index, inputs[i].shape()), inputs[i].shape(), inputs_are, describe(inputs), within));
     }
     throw Error(fmt::format("check_numerics: op '{}' produced {} at element {} of {} of shape {} ({}: {}){}", name,
-                            kind(bad->value), unravel(bad->index, outputs[k].shape()),
+                            kind(bad->value), unravel_index(bad->index, outputs[k].shape()),
                             output_name(k, outputs.size(), site), outputs[k].shape(), inputs_are, describe(inputs),
                             within));
   }

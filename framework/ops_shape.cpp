@@ -283,10 +283,7 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
     if (size == shape[d]) strides[d] = x.strides()[d - lead];
   }
   // A view allocates nothing, so no factory would notice a count that overflows.
-  std::int64_t count = 1;
-  for (auto d : shape)
-    check(!__builtin_mul_overflow(count, d, &count),
-          "broadcast_to: target shape {} has more elements than a 64-bit count holds", shape);
+  check(fits_in_int64(shape), "broadcast_to: target shape {} has more elements than a 64-bit count holds", shape);
   Tensor y = make_view(x, shape, std::move(strides), x.offset());
   if (autograd::needs_recording({&x}))
     autograd::record("broadcast_to", {x}, {y}, [in_shape = x.shape()](const std::vector<Tensor>& g) {

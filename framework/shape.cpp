@@ -12,6 +12,22 @@ std::int64_t numel(const Shape& shape) {
   return n;
 }
 
+bool fits_in_int64(const Shape& shape, std::int64_t element_size) {
+  std::int64_t count = element_size;
+  for (auto d : shape)
+    if (__builtin_mul_overflow(count, d, &count)) return false;
+  return true;
+}
+
+std::vector<std::int64_t> unravel_index(std::int64_t flat, const Shape& shape) {
+  std::vector<std::int64_t> index(shape.size());
+  for (std::size_t d = shape.size(); d-- > 0;) {
+    index[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return index;
+}
+
 Strides contiguous_strides(const Shape& shape) {
   Strides strides(shape.size());
   std::int64_t stride = 1;

@@ -11,6 +11,11 @@ using Strides = std::vector<std::int64_t>;
 
 /// Product of the dimensions; 1 for a scalar (rank 0).
 std::int64_t numel(const Shape& shape);
+/// False when the product of the dimensions times `element_size` does not fit in int64 (dimensions >= 0):
+/// views and allocations that would wrap around.
+bool fits_in_int64(const Shape& shape, std::int64_t element_size = 1);
+/// The row-major multi-index [i, j, ...] of element `flat` of a tensor of this shape.
+std::vector<std::int64_t> unravel_index(std::int64_t flat, const Shape& shape);
 /// Row-major strides of a contiguous tensor of this shape.
 Strides contiguous_strides(const Shape& shape);
 /// NumPy broadcasting of two shapes; throws loom::Error naming `op` when they are incompatible.

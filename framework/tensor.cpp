@@ -28,9 +28,8 @@ std::uint64_t next_tensor_id() {
 /// No negative dimension, and a byte count that fits in memory's address range.
 void check_shape(const Shape& shape, DType dtype, std::string_view op) {
   for (auto d : shape) check(d >= 0, "{}: negative dimension in shape {}", op, shape);
-  std::int64_t bytes = std::int64_t(dtype_size(dtype));
-  for (auto d : shape)
-    check(!__builtin_mul_overflow(bytes, d, &bytes), "{}: shape {} of {} is too large to allocate", op, shape, dtype);
+  check(fits_in_int64(shape, std::int64_t(dtype_size(dtype))), "{}: shape {} of {} is too large to allocate", op,
+        shape, dtype);
 }
 
 template <class T>
