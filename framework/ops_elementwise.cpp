@@ -6,6 +6,7 @@
 
 #include "framework/dispatch.hpp"
 #include "framework/elementwise_kernels.hpp"
+#include "framework/input_checks.hpp"
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
 
@@ -18,14 +19,6 @@ using Grads = std::vector<Tensor>;
 // gelu's tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as Keras.
 constexpr double kGeluTanhScale = 0.7978845608028654;  // sqrt(2 / pi)
 constexpr double kGeluTanhCubic = 0.044715;
-
-void check_defined(const Tensor& x, const char* op) { check(x.defined(), "{}: the input tensor is undefined", op); }
-
-void check_floating(const Tensor& x, const char* op) {
-  check_defined(x, op);
-  check(is_floating(x.dtype()), "{}: expected a float32 or float64 tensor, got {} of shape {}", op, x.dtype(),
-        x.shape());
-}
 
 /// Both operands defined and of one dtype: loom never promotes implicitly.
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
@@ -47,7 +40,8 @@ Tensor broadcast_output(const Tensor& a, const Tensor& b, DType dtype, const cha
 template <class F>
 Tensor arithmetic(const Tensor& a, const Tensor& b, const char* op, F f) {
   check_same_dtype(a, b, op);
-  check_floating(a, op);
+  check(is_floating(a.dtype()), "{}: expected float32 or float64 operands, got {} of shapes {} and {}", op,
+        a.dtype(), a.shape(), b.shape());
   Tensor y = broadcast_output(a, b, a.dtype(), op);
   visit_floating(a.dtype(), op, [&]<class T>() {
     kernels::map_into<T, T, T>(y, [f](T u, T v) -> T { return f(u, v); }, a, b);
@@ -438,19 +432,19 @@ Tensor operator-(const Tensor& x) { return ops::neg(x); }
 
 namespace {
 /// The scalar operand of a tensor-scalar operator, in the tensor's dtype.
-Tensor scalar_for(double value, const Tensor& t) {
-  check(t.defined(), "operator: the tensor operand is undefined");
+Tensor scalar_for(double value, const Tensor& t, const char* op) {
+  check(t.defined(), "{}: the tensor operand is undefined", op);
   return Tensor::scalar(value, t.dtype());
 }
 }  // namespace
 
-Tensor operator+(const Tensor& a, double b) { return ops::add(a, scalar_for(b, a)); }
-Tensor operator-(const Tensor& a, double b) { return ops::sub(a, scalar_for(b, a)); }
-Tensor operator*(const Tensor& a, double b) { return ops::mul(a, scalar_for(b, a)); }
-Tensor operator/(const Tensor& a, double b) { return ops::div(a, scalar_for(b, a)); }
-Tensor operator+(double a, const Tensor& b) { return ops::add(scalar_for(a, b), b); }
-Tensor operator-(double a, const Tensor& b) { return ops::sub(scalar_for(a, b), b); }
-Tensor operator*(double a, const Tensor& b) { return ops::mul(scalar_for(a, b), b); }
-Tensor operator/(double a, const Tensor& b) { return ops::div(scalar_for(a, b), b); }
+Tensor operator+(const Tensor& a, double b) { return ops::add(a, scalar_for(b, a, "add")); }
+Tensor operator-(const Tensor& a, double b) { return ops::sub(a, scalar_for(b, a, "sub")); }
+Tensor operator*(const Tensor& a, double b) { return ops::mul(a, scalar_for(b, a, "mul")); }
+Tensor operator/(const Tensor& a, double b) { return ops::div(a, scalar_for(b, a, "div")); }
+Tensor operator+(double a, const Tensor& b) { return ops::add(scalar_for(a, b, "add"), b); }
+Tensor operator-(double a, const Tensor& b) { return ops::sub(scalar_for(a, b, "sub"), b); }
+Tensor operator*(double a, const Tensor& b) { return ops::mul(scalar_for(a, b, "mul"), b); }
+Tensor operator/(double a, const Tensor& b) { return ops::div(scalar_for(a, b, "div"), b); }
 
 }  // namespace loom

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "framework/dispatch.hpp"
+#include "framework/input_checks.hpp"
 #include "framework/ops_elementwise.hpp"
 #include "framework/ops_reduction.hpp"
 #include "framework/random.hpp"
@@ -74,7 +75,7 @@ Tensor softmax_kernel(const Tensor& x, std::size_t axis) {
 }
 
 std::int64_t softmax_axis(const Tensor& x, std::int64_t axis, std::string_view op) {
-  check(x.defined(), "{}: the input tensor is undefined", op);
+  check_floating(x, op);
   return normalize_axis(axis, x.ndim(), op);
 }
 
@@ -103,7 +104,7 @@ Tensor log_softmax(const Tensor& x, std::int64_t axis) {
 }
 
 Tensor log_sigmoid(const Tensor& x) {
-  check(x.defined(), "log_sigmoid: the input tensor is undefined");
+  check_floating(x, "log_sigmoid");
   Tensor y = visit_floating(x.dtype(), "log_sigmoid", [&]<class T>() {
     Tensor out = Tensor::empty(x.shape(), x.dtype());
     const T* in = x.data<T>();
@@ -156,9 +157,7 @@ Tensor one_hot(const Tensor& labels, std::int64_t depth, DType dtype) {
 }
 
 Tensor dropout(const Tensor& x, double rate, bool training, std::optional<std::uint64_t> seed) {
-  check(x.defined(), "dropout: the input tensor is undefined");
-  check(is_floating(x.dtype()), "dropout: expected a float32 or float64 tensor, got {} of shape {}", x.dtype(),
-        x.shape());
+  check_floating(x, "dropout");
   check(rate >= 0.0 && rate < 1.0, "dropout: rate must be in [0, 1), got {}", rate);
   if (!training || rate == 0.0) return x;
   // The mask holds 0 or 1/(1-rate); x * mask through ops::mul gives the backward g * mask for free.

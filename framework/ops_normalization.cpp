@@ -6,6 +6,7 @@
 #include <string>
 
 #include "framework/dispatch.hpp"
+#include "framework/input_checks.hpp"
 #include "framework/ops_elementwise.hpp"
 #include "framework/ops_shape.hpp"
 #include "framework/parallel.hpp"
@@ -419,9 +420,7 @@ std::vector<Tensor> fused_forward(const char* op, const char* backward_op, const
 }
 
 void check_input(const char* op, const Tensor& x, double epsilon) {
-  check(x.defined(), "{}: the input tensor is undefined", op);
-  check(is_floating(x.dtype()), "{}: expected a float32 or float64 input, got {} of shape {}", op, x.dtype(),
-        x.shape());
+  check_floating(x, op);
   check(epsilon > 0.0 && std::isfinite(epsilon),
         "{}: epsilon must be positive and finite (it keeps 1 / sqrt(var + epsilon) finite), got {}", op, epsilon);
 }

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "framework/dispatch.hpp"
+#include "framework/input_checks.hpp"
 #include "framework/ops_elementwise.hpp"
 #include "framework/ops_shape.hpp"
 #include "framework/parallel.hpp"
@@ -46,7 +47,7 @@ Plan make_plan(const Shape& in, std::vector<std::int64_t> axes, bool keepdims) {
 }
 
 Plan plan_for(const Tensor& x, const Axes& axes, bool keepdims, std::string_view op) {
-  check(x.defined(), "{}: the input tensor is undefined", op);
+  check_floating(x, op);
   return make_plan(x.shape(), normalize_axes(axes, x.ndim(), op), keepdims);
 }
 
@@ -142,7 +143,7 @@ Tensor extremum(const Tensor& x, const Axes& axes, bool keepdims, const char* op
 
 template <bool is_max>
 Tensor arg_extremum(const Tensor& x, std::int64_t axis, bool keepdims, const char* op) {
-  check(x.defined(), "{}: the input tensor is undefined", op);
+  check_floating(x, op);
   const Plan p = make_plan(x.shape(), {normalize_axis(axis, x.ndim(), op)}, keepdims);
   check(p.count > 0, "{}: cannot reduce over zero elements (shape {}, axis {})", op, x.shape(), axis);
   return visit_floating(x.dtype(), op, [&]<class T>() {
@@ -199,7 +200,6 @@ Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
 Tensor var(const Tensor& x, const Axes& axes, bool keepdims) {
   const Plan p = plan_for(x, axes, keepdims, "var");
   check(p.count > 0, "var: cannot take the variance of zero elements (shape {}, axes {})", x.shape(), p.axes);
-  check(is_floating(x.dtype()), "var: expected a float32 or float64 tensor, got {}", x.dtype());
   // Two passes (mean first) for accuracy; composed of recorded ops, so every order of gradient is exact.
   return mean(square(sub(x, mean(x, p.axes, /*keepdims=*/true))), p.axes, keepdims);
 }
@@ -255,7 +255,7 @@ Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
 }
 
 Tensor sum_to(const Tensor& x, const Shape& shape) {
-  check(x.defined(), "sum_to: the input tensor is undefined");
+  check_defined(x, "sum_to");
   const Shape& in = x.shape();
   bool compatible = shape.size() <= in.size();
   for (std::size_t j = 0; compatible && j < shape.size(); ++j) {

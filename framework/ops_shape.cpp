@@ -7,16 +7,13 @@
 
 #include "framework/dispatch.hpp"
 #include "framework/ops.hpp"
+#include "framework/input_checks.hpp"
 #include "framework/strided.hpp"
 #include "framework/tape.hpp"
 
 namespace loom::ops {
 
 namespace {
-
-void check_defined(const Tensor& x, std::string_view op) {
-  check(x.defined(), "{}: the input tensor is undefined", op);
-}
 
 void check_indices_tensor(const Tensor& indices, std::string_view op) {
   check(indices.defined(), "{}: the indices tensor is undefined", op);

@@ -1,11 +1,23 @@
 #include "framework/variable.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 #include "framework/ops.hpp"
 #include "framework/tape.hpp"
 
 namespace loom {
+
+namespace {
+/// assign_add/assign_sub take a delta of the variable's dtype that broadcasts to its shape.
+void check_update(const Variable& v, const Tensor& delta, const char* method) {
+  const bool fits = delta.defined() && delta.dtype() == v.dtype() && delta.ndim() <= std::ssize(v.shape()) &&
+                    std::equal(delta.shape().rbegin(), delta.shape().rend(), v.shape().rbegin(),
+                               [](std::int64_t d, std::int64_t n) { return d == n || d == 1; });
+  check(fits, "Variable '{}'.{}: expected a {} tensor broadcastable to shape {}, got {}", v.name(), method,
+        v.dtype(), v.shape(), delta.defined() ? fmt::format("{} of shape {}", delta.dtype(), delta.shape()) : "undefined");
+}
+}  // namespace
 
 Variable::Variable(const Tensor& initial_value, std::string name, bool trainable) {
   check(initial_value.defined(), "Variable '{}': the initial value is undefined", name);
@@ -42,11 +54,13 @@ void Variable::assign(const Tensor& new_value) {
 }
 
 void Variable::assign_add(const Tensor& delta) {
+  check_update(*this, delta, "assign_add");
   NoGradGuard no_grad;
   assign(value() + delta);
 }
 
 void Variable::assign_sub(const Tensor& delta) {
+  check_update(*this, delta, "assign_sub");
   NoGradGuard no_grad;
   assign(value() - delta);
 }

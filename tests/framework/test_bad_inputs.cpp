@@ -657,3 +657,28 @@ TEST_CASE("zero-size dimensions give NumPy's empty results, not errors", "[bad_i
     CHECK(values(o) == std::vector<double>(36, 0.0));
   }
 }
+
+TEST_CASE("scalar operators, reductions, softmax and Variable updates name the op and the shapes", "[bad_input]") {
+  std::vector<BadInput> cases = {
+      {"tensor + scalar: an undefined tensor", [] { undefined + 1.0; }, {"add", "undefined"}},
+      {"scalar - tensor: an undefined tensor", [] { 1.0 - undefined; }, {"sub", "undefined"}},
+      {"tensor * scalar: an undefined tensor", [] { undefined * 2.0; }, {"mul", "undefined"}},
+      {"scalar / tensor: an undefined tensor", [] { 2.0 / undefined; }, {"div", "undefined"}},
+      {"scalar - tensor: an i64 tensor", [] { 1.0 - i23; }, {"sub", "i64", "[2, 3]"}},
+      {"scalar / tensor: a bool tensor", [] { 2.0 / b23; }, {"div", "bool", "[2, 3]"}},
+      {"softmax: an i64 input", [] { ops::softmax(i23); }, {"softmax", "i64", "[2, 3]"}},
+      {"log_softmax: an i64 input", [] { ops::log_softmax(i23); }, {"log_softmax", "i64", "[2, 3]"}},
+      {"log_sigmoid: an i64 input", [] { ops::log_sigmoid(i23); }, {"log_sigmoid", "i64", "[2, 3]"}},
+      {"log_sigmoid: a bool input", [] { ops::log_sigmoid(b23); }, {"log_sigmoid", "bool", "[2, 3]"}},
+      {"argmax: a bool input", [] { ops::argmax(b23); }, {"argmax", "bool", "[2, 3]"}},
+      {"argmin: a bool input", [] { ops::argmin(b23); }, {"argmin", "bool", "[2, 3]"}},
+      {"Variable::assign_add: another shape", [] { Variable(f23).assign_add(f45); }, {"assign_add", "[2, 3]", "[4, 5]"}},
+      {"Variable::assign_sub: another dtype", [] { Variable(f23).assign_sub(d23); }, {"assign_sub", "f32", "f64"}},
+  };
+  using Reduction = Tensor (*)(const Tensor&, const ops::Axes&, bool);
+  for (const auto& [n, fn] : std::vector<std::pair<std::string, Reduction>>{
+           {"sum", ops::sum}, {"mean", ops::mean}, {"var", ops::var}, {"max", ops::max}, {"min", ops::min},
+           {"logsumexp", ops::logsumexp}})
+    cases.push_back({n + ": a bool input", [fn] { fn(b23, {}, false); }, {n, "bool", "[2, 3]"}});
+  run_bad_inputs("op messages", cases);
+}
