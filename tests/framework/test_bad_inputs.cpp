@@ -676,9 +676,11 @@ TEST_CASE("scalar operators, reductions, softmax and Variable updates name the o
       {"Variable::assign_sub: another dtype", [] { Variable(f23).assign_sub(d23); }, {"assign_sub", "f32", "f64"}},
   };
   using Reduction = Tensor (*)(const Tensor&, const ops::Axes&, bool);
-  for (const auto& [n, fn] : std::vector<std::pair<std::string, Reduction>>{
+  for (const auto& [name, reduction] : std::vector<std::pair<std::string, Reduction>>{
            {"sum", ops::sum}, {"mean", ops::mean}, {"var", ops::var}, {"max", ops::max}, {"min", ops::min},
-           {"logsumexp", ops::logsumexp}})
-    cases.push_back({n + ": a bool input", [fn] { fn(b23, {}, false); }, {n, "bool", "[2, 3]"}});
+           {"logsumexp", ops::logsumexp}}) {
+    const Reduction fn = reduction;  // clang 14 cannot capture a structured binding
+    cases.push_back({name + ": a bool input", [fn] { fn(b23, {}, false); }, {name, "bool", "[2, 3]"}});
+  }
   run_bad_inputs("op messages", cases);
 }
