@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdlib>
 #include <mutex>
@@ -12,6 +13,7 @@
 
 #include "framework/cpu_features.hpp"
 #include "framework/error.hpp"
+#include "framework/parallel.hpp"
 
 #ifndef LOOM_OPENBLAS_PATH
 #define LOOM_OPENBLAS_PATH "libopenblas.so.0"
@@ -36,6 +38,9 @@ struct Library {
   int (*get_num_threads)() = nullptr;
   void (*set_num_threads)(int) = nullptr;
 };
+
+/// How many of loom's threads one gemm is split over (set_blas_threads). OpenBLAS itself runs on one thread.
+std::atomic<int> gemm_threads{1};
 
 /// The core OpenBLAS should use on this CPU, or nullptr to let it detect one itself.
 const char* core_for_this_cpu() {
@@ -99,6 +104,11 @@ Library load() {
   resolve(lib, lib.get_config, "openblas_get_config");
   resolve(lib, lib.get_num_threads, "openblas_get_num_threads");
   resolve(lib, lib.set_num_threads, "openblas_set_num_threads");
+  // loom splits each gemm over its own pool, so that one set of threads serves every kernel: OpenBLAS's
+  // pool would spin between calls on the cores loom's elementwise kernels need. OpenBLAS's default count
+  // (all cores, or OPENBLAS_NUM_THREADS / OMP_NUM_THREADS when the user set one) becomes loom's split.
+  gemm_threads = std::clamp(lib.get_num_threads(), 1, parallel::thread_count());
+  lib.set_num_threads(1);
   return lib;
 }
 
@@ -109,6 +119,9 @@ const Library& library() {
   std::call_once(once, [] { lib = load(); });
   return lib;
 }
+
+/// Below this many multiply-adds per thread a gemm runs on the calling thread: waking a worker would cost more.
+constexpr double kMinMultiplyAddsPerPiece = 1 << 18;
 
 int to_blas_int(std::int64_t value, const char* what) {
   check(value >= 0 && value <= INT_MAX, "blas::gemm: {} = {} does not fit OpenBLAS's 32-bit integers", what, value);
@@ -121,7 +134,7 @@ BlasInfo blas_info() {
   const Library& lib = library();
   BlasInfo info;
   info.core = lib.get_corename();
-  info.threads = lib.get_num_threads();
+  info.threads = gemm_threads;
   info.config = lib.get_config();
   info.library = lib.path;
   info.core_chosen_by_loom = !lib.core_set.empty();
@@ -130,14 +143,15 @@ BlasInfo blas_info() {
 
 void set_blas_threads(int threads) {
   check(threads >= 1, "set_blas_threads: expected at least 1 thread, got {}", threads);
-  library().set_num_threads(threads);
+  library();  // loading sets the default, which must not overwrite this choice
+  gemm_threads = std::min(threads, parallel::thread_count());
 }
 
-ScopedBlasThreads::ScopedBlasThreads(int threads) : previous_(library().get_num_threads()) {
+ScopedBlasThreads::ScopedBlasThreads(int threads) : previous_((library(), gemm_threads.load())) {
   set_blas_threads(threads);
 }
 
-ScopedBlasThreads::~ScopedBlasThreads() { library().set_num_threads(previous_); }
+ScopedBlasThreads::~ScopedBlasThreads() { gemm_threads = previous_; }
 
 namespace blas {
 
@@ -146,7 +160,9 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, st
           std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>, "blas::gemm: float or double");
   // OpenBLAS reports bad arguments on stderr and returns without computing: reject them here instead.
-  const int im = to_blas_int(m, "m"), in = to_blas_int(n, "n"), ik = to_blas_int(k, "k");
+  to_blas_int(m, "m");
+  to_blas_int(n, "n");
+  const int ik = to_blas_int(k, "k");
   const std::int64_t need_a = std::max<std::int64_t>(1, transpose_a ? m : k);
   const std::int64_t need_b = std::max<std::int64_t>(1, transpose_b ? k : n);
   check(lda >= need_a && ldb >= need_b && ldc >= std::max<std::int64_t>(1, n),
@@ -156,10 +172,34 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, st
   const auto ta = transpose_a ? CblasTrans : CblasNoTrans;
   const auto tb = transpose_b ? CblasTrans : CblasNoTrans;
   const int ilda = to_blas_int(lda, "lda"), ildb = to_blas_int(ldb, "ldb"), ildc = to_blas_int(ldc, "ldc");
-  if constexpr (std::is_same_v<T, float>)
-    lib.sgemm(CblasRowMajor, ta, tb, im, in, ik, alpha, a, ilda, b, ildb, beta, c, ildc);
-  else
-    lib.dgemm(CblasRowMajor, ta, tb, im, in, ik, alpha, a, ilda, b, ildb, beta, c, ildc);
+  // C[rows, cols] from the matching rows of op(A) and columns of op(B), on OpenBLAS's one thread.
+  auto block = [&](std::int64_t row, std::int64_t rows, std::int64_t col, std::int64_t cols) {
+    const T* a_rows = a + row * (transpose_a ? 1 : lda);
+    const T* b_cols = b + col * (transpose_b ? ldb : 1);
+    T* c_block = c + row * ldc + col;
+    if constexpr (std::is_same_v<T, float>)
+      lib.sgemm(CblasRowMajor, ta, tb, int(rows), int(cols), ik, alpha, a_rows, ilda, b_cols, ildb, beta, c_block, ildc);
+    else
+      lib.dgemm(CblasRowMajor, ta, tb, int(rows), int(cols), ik, alpha, a_rows, ilda, b_cols, ildb, beta, c_block, ildc);
+  };
+  // One block per thread along the longer side of C, cut at multiples of the microkernels' 16 rows or columns.
+  // The cut depends on the sizes and the thread count alone, so a product is the same bits every time, also
+  // when a busy pool leaves every block to the calling thread. (Another thread count may change the last bit:
+  // OpenBLAS computes the leftover rows of a block with other kernels.)
+  const std::int64_t pieces = std::int64_t(gemm_threads);
+  if (pieces < 2 || double(m) * double(n) * double(k) < double(pieces) * kMinMultiplyAddsPerPiece) {
+    block(0, m, 0, n);
+    return;
+  }
+  const bool split_rows = m >= n;
+  const std::int64_t units = ((split_rows ? m : n) + 15) / 16;
+  parallel::run(pieces, int(pieces), [&](int, std::int64_t p) {
+    const std::int64_t begin = std::min(units * p / pieces * 16, split_rows ? m : n);
+    const std::int64_t end = std::min(units * (p + 1) / pieces * 16, split_rows ? m : n);
+    if (end == begin) return;
+    if (split_rows) block(begin, end - begin, 0, n);
+    else block(0, m, begin, end - begin);
+  });
 }
 
 template void gemm<float>(bool, bool, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t,

@@ -7,10 +7,14 @@
 // again once the library is loaded, so child processes see the environment the user gave. The library is the
 // file found at build time, else the system's libopenblas.so.0; LOOM_OPENBLAS=<file> picks another one.
 //
-// Threads: OpenBLAS runs its own pthreads pool, all cores by default (or OPENBLAS_NUM_THREADS when the user set
-// it). loom has no thread pool of its own, so the two never compete. Code that runs its own threads and calls
-// gemm from inside them must either call gemm from one thread only or hold a ScopedBlasThreads(1) around its
-// parallel region, otherwise every worker fans out to all cores again (threads x cores runnable threads).
+// Threads: OpenBLAS runs single-threaded; loom cuts each large gemm into one block of C per thread and runs
+// the blocks on its own pool (framework/parallel.hpp), the pool every other kernel uses, so no second set of
+// threads spins on the cores between calls. The split uses all cores by default (or OPENBLAS_NUM_THREADS /
+// OMP_NUM_THREADS when the user set one); a gemm called while the pool is busy (from another thread, or from
+// a kernel running on the pool) runs its blocks on the calling thread.
+//
+// Loading sets OPENBLAS_CORETYPE for a moment: call blas_info() early in main, before starting threads that
+// read the environment, if that matters to a program (loom's own threads never read it).
 #include <cstdint>
 #include <string>
 
@@ -18,7 +22,7 @@ namespace loom {
 
 struct BlasInfo {
   std::string core;         // openblas_get_corename(), e.g. "SkylakeX"
-  int threads = 0;          // openblas_get_num_threads()
+  int threads = 0;          // threads one gemm is split over (OpenBLAS itself runs on one)
   std::string config;       // openblas_get_config()
   std::string library;      // the file that was opened
   bool core_chosen_by_loom = false;  // false when the user set OPENBLAS_CORETYPE
@@ -26,11 +30,11 @@ struct BlasInfo {
 
 /// Loads OpenBLAS on first use and reports what it runs.
 BlasInfo blas_info();
-/// Threads OpenBLAS may use (default: all cores). `threads` must be >= 1.
+/// Threads one gemm is split over (default: all cores); at most the pool's threads. `threads` must be >= 1.
 void set_blas_threads(int threads);
 
-/// RAII: OpenBLAS uses `threads` threads while it lives, then the previous count again. The count is global
-/// to the process, so create it on the controlling thread, around a parallel region, not inside the workers.
+/// RAII: gemm uses `threads` threads while it lives, then the previous count again. The count is global to
+/// the process, so create it on the controlling thread, not inside workers.
 class ScopedBlasThreads {
  public:
   explicit ScopedBlasThreads(int threads);

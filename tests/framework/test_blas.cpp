@@ -140,6 +140,36 @@ TEMPLATE_TEST_CASE("blas::gemm matches a naive product for every transpose and p
     }
 }
 
+TEMPLATE_TEST_CASE("blas::gemm split over threads is correct and the same bits every time", "[blas]", float,
+                   double) {
+  // Large enough to be cut into per-thread blocks: rows (m >= n) and columns (n > m), at sizes no block of 16
+  // divides, with padded leading dimensions (the padding of C must stay untouched) and beta != 0 (each block
+  // must read only its part of C). On one thread the same call is one block: also checked.
+  struct Size {
+    int m, n, k;
+  };
+  for (const int threads : {1, 2})
+    for (const Size size : {Size{197, 83, 70}, Size{45, 301, 64}})
+      for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+          const ScopedBlasThreads scoped(threads);
+          const auto [m, n, k] = size;
+          const int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 1, ldc = n + 5;
+          std::vector<TestType> a((ta ? k : m) * lda), b((tb ? n : k) * ldb), c(m * ldc);
+          for (std::size_t i = 0; i < a.size(); ++i) a[i] = TestType(int(i * 7919 % 201) - 100) / 37;
+          for (std::size_t i = 0; i < b.size(); ++i) b[i] = TestType(int(i * 104729 % 151) - 75) / 29;
+          for (std::size_t i = 0; i < c.size(); ++i) c[i] = TestType(int(i % 11) - 5);
+          std::vector<TestType> first = c, second = c;
+          blas::gemm<TestType>(ta, tb, m, n, k, 0.75, a.data(), lda, b.data(), ldb, 0.5, first.data(), ldc);
+          blas::gemm<TestType>(ta, tb, m, n, k, 0.75, a.data(), lda, b.data(), ldb, 0.5, second.data(), ldc);
+          INFO("threads=" << threads << " m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb);
+          CHECK(first == second);
+          const auto expected = naive_gemm<TestType>(ta, tb, m, n, k, 0.75, a, lda, b, ldb, 0.5, c, ldc);
+          for (std::size_t i = 0; i < c.size(); ++i)
+            REQUIRE(first[i] == Approx(expected[i]).epsilon(1e-4).margin(1e-3));
+        }
+}
+
 TEST_CASE("blas::gemm rejects leading dimensions that are too small", "[blas]") {
   std::vector<float> a(6), b(6), c(4);
   REQUIRE_THROWS_WITH(blas::gemm<float>(false, false, 2, 2, 3, 1.f, a.data(), 2, b.data(), 2, 0.f, c.data(), 2),
@@ -148,7 +178,7 @@ TEST_CASE("blas::gemm rejects leading dimensions that are too small", "[blas]") 
                       Catch::Contains("blas::gemm") && Catch::Contains("m = -1"));
 }
 
-TEST_CASE("OpenBLAS thread count can be set and scoped", "[blas]") {
+TEST_CASE("the gemm thread count can be set and scoped", "[blas]") {
   const int before = blas_info().threads;
   {
     const ScopedBlasThreads one(1);
