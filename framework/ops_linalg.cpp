@@ -9,12 +9,16 @@
 #include "framework/blas.hpp"
 #include "framework/dispatch.hpp"
 #include "framework/ops.hpp"
+#include "framework/parallel.hpp"
 #include "framework/strided.hpp"
 #include "framework/tape.hpp"
 
 namespace loom::ops {
 
 namespace {
+
+/// Output rows per piece when the bias is copied into dense's output.
+constexpr std::int64_t kRowsPerPiece = 256;
 
 // ---------------------------------------------------------------------------------------------------------
 // matmul
@@ -157,6 +161,63 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       if (a.ndim() == 1) ga = ops::squeeze(ga, -2);
       if (b.ndim() == 1) gb = ops::squeeze(gb, -1);
       return std::vector<Tensor>{ga, gb};
+    });
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// dense
+// ---------------------------------------------------------------------------------------------------------
+
+Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
+  check(x.defined() && kernel.defined(), "dense: {} is undefined", x.defined() ? "the kernel" : "the input");
+  check(is_floating(x.dtype()) && kernel.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == x.dtype()),
+        "dense: expected float32 or float64 tensors of one dtype, got input {} {}, kernel {} {}, bias {}", x.dtype(),
+        x.shape(), kernel.dtype(), kernel.shape(),
+        bias.defined() ? fmt::format("{} {}", bias.dtype(), bias.shape()) : "none");
+  check(x.ndim() >= 1 && kernel.ndim() == 2 && x.shape().back() == kernel.shape()[0],
+        "dense: expected an input [..., in] and a kernel [in, units], got input {} and kernel {}", x.shape(),
+        kernel.shape());
+  const std::int64_t in = kernel.shape()[0], units = kernel.shape()[1];
+  const std::int64_t rows = numel(Shape(x.shape().begin(), x.shape().end() - 1));
+  if (bias.defined())
+    check(bias.shape() == Shape{units}, "dense: expected a bias of shape [{}] for kernel {}, got {}", units,
+          kernel.shape(), bias.shape());
+
+  Shape out_shape = x.shape();
+  out_shape.back() = units;
+  Tensor out = detail::uninitialized(out_shape, x.dtype());
+  visit_floating(x.dtype(), "dense", [&]<class T>() {
+    NoGradGuard no_grad;  // the contiguous copies below are internal
+    const Tensor xc = ops::contiguous(x), kc = ops::contiguous(kernel);
+    T* y = out.data<T>();
+    if (bias.defined()) {
+      const Tensor bc = ops::contiguous(bias);
+      const T* b = bc.data<T>();
+      parallel::for_ranges(rows, kRowsPerPiece, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t r = begin; r < end; ++r) std::copy(b, b + units, y + r * units);
+      });
+    }
+    if (rows == 0 || units == 0) return;
+    if (in == 0) {
+      if (!bias.defined()) std::fill(y, y + rows * units, T(0));
+      return;
+    }
+    blas::gemm<T>(false, false, rows, units, in, T(1), xc.data<T>(), in, kc.data<T>(), units,
+                  bias.defined() ? T(1) : T(0), y, units);
+  });
+
+  std::vector<Tensor> inputs{x, kernel};
+  if (bias.defined()) inputs.push_back(bias);
+  if (autograd::needs_recording(inputs)) {
+    const bool has_bias = bias.defined();
+    autograd::record("dense", inputs, {out}, [x, kernel, rows, in, units, has_bias](const std::vector<Tensor>& g) {
+      const Tensor g2 = ops::reshape(g[0], {rows, units});
+      std::vector<Tensor> grads{ops::reshape(ops::matmul(g2, ops::transpose(kernel)), x.shape()),
+                                ops::matmul(ops::transpose(ops::reshape(x, {rows, in})), g2)};
+      if (has_bias) grads.push_back(ops::sum(g2, {0}));
+      return grads;
     });
   }
   return out;

@@ -38,11 +38,8 @@ Tensor Dense::call(const Tensor& x, bool) {
   check_input(x.shape());
   check(x.dtype() == dtype(), "{}: expected a {} input (the dtype of its weights), got {} of shape {}", name(), dtype(),
         x.dtype(), x.shape());
-  // Leading axes folded into rows: one GEMM for any rank instead of a batch of small ones.
-  const std::int64_t rows = numel(Shape(x.shape().begin(), x.shape().end() - 1));
-  Tensor y = ops::matmul(ops::reshape(x, {rows, x.shape().back()}), kernel_);
-  if (bias_.defined()) y = y + bias_.value();
-  return activation_(ops::reshape(y, compute_output_shape(x.shape())));
+  // One gemm over all leading axes, the bias added inside it.
+  return activation_(ops::dense(x, kernel_, bias_.defined() ? bias_.value() : Tensor()));
 }
 
 }  // namespace loom::layers

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <functional>
+#include <numeric>
 
 #include "framework/ops.hpp"
 
@@ -53,6 +55,15 @@ EinsumDense::EinsumDense(std::string equation, Shape output_shape, EinsumDenseOp
   for (auto d : partial_output_shape_)
     check(d > 0 || d == -1, "{}: output_shape {} must hold positive sizes or -1 (taken from the input)", name(),
           partial_output_shape_);
+
+  const std::size_t contracted = kernel_spec_.find_first_of(output_spec_);
+  const std::size_t c = contracted == std::string::npos ? kernel_spec_.size() : contracted;
+  const std::string produced = kernel_spec_.substr(c);
+  if (c > 0 && c <= input_spec_.size() && input_spec_.ends_with(kernel_spec_.substr(0, c)) &&
+      output_spec_ == input_spec_.substr(0, input_spec_.size() - c) + produced &&
+      (!options_.bias_axes || (options_.bias_axes->size() == produced.size() &&
+                               produced.find_first_not_of(*options_.bias_axes) == std::string::npos)))
+    dense_contraction_ = c;
 
   if (options_.bias_axes) {
     const std::string& axes = *options_.bias_axes;
@@ -125,9 +136,28 @@ Tensor EinsumDense::call(const Tensor& x, bool) {
   check(a.kernel_shape == kernel_.shape(),
         "{}: an input of shape {} needs a kernel of shape {} for equation '{}', but the layer was built with {}",
         name(), x.shape(), a.kernel_shape, equation_, kernel_.shape());
+  if (auto y = call_as_dense(x, a.output_shape)) return activation_(*y);
   Tensor y = ops::einsum(equation_, x, kernel_);
   if (bias_.defined()) y = y + bias_.value();  // the bias covers the trailing output axes, so it broadcasts
   return activation_(y);
+}
+
+std::optional<Tensor> EinsumDense::call_as_dense(const Tensor& x, const Shape& output_shape) const {
+  if (dense_contraction_ == 0) return std::nullopt;
+  // Kernel [C..., Q...] as [prod C, prod Q], the input's trailing C axes as one; the bias, when there is
+  // one, covers exactly the Q axes (checked in the constructor), so it is [prod Q]. All views of
+  // contiguous tensors.
+  const Shape& k = kernel_.shape();
+  const auto product = [](auto begin, auto end) {
+    return std::accumulate(begin, end, std::int64_t{1}, std::multiplies<>());
+  };
+  const auto split = k.begin() + std::ptrdiff_t(dense_contraction_);
+  const std::int64_t in = product(k.begin(), split), units = product(split, k.end());
+  Shape x_shape(x.shape().begin(), x.shape().end() - std::ptrdiff_t(dense_contraction_));
+  x_shape.push_back(in);
+  const Tensor bias = bias_.defined() ? ops::reshape(bias_.value(), {units}) : Tensor();
+  return ops::reshape(ops::dense(ops::reshape(x, x_shape), ops::reshape(kernel_.value(), {in, units}), bias),
+                      output_shape);
 }
 
 }  // namespace loom::layers

@@ -52,9 +52,14 @@ class EinsumDense : public Layer {
   };
   /// Keras's _analyze_einsum_string for inputs of this shape; throws naming the layer when they do not fit.
   Analysis analyze(const Shape& input_shape) const;
+  /// x @ kernel + bias as one ops::dense when the equation has that form; nullopt when it has not.
+  std::optional<Tensor> call_as_dense(const Tensor& x, const Shape& output_shape) const;
 
   std::string equation_;
   std::string input_spec_, kernel_spec_, output_spec_;
+  // How many leading kernel letters the input's trailing letters contract with when the equation is
+  // "<P><C>,<C><Q>-><P><Q>" (MultiHeadAttention's projections: a dense layer over reshaped axes); 0 otherwise.
+  std::size_t dense_contraction_ = 0;
   Shape partial_output_shape_;
   EinsumDenseOptions options_;
   activations::ActivationFn activation_;

@@ -161,10 +161,10 @@ TEST_CASE("check_numerics stops a diverging fit at the first op that overflows",
   auto model = L::Sequential({L::Input({2}), L::Dense(1, {.kernel_initializer = L::initializers::constant(1e10)})});
   model.compile({.optimizer = "sgd", .loss = "mse"});
   const CheckNumerics on;
-  // x @ kernel = 2e40 overflows float32 in the forward matmul.
+  // x @ kernel + bias = 2e40 overflows float32 in the Dense layer's forward product.
   CHECK_THROWS_WITH(model.fit(x, y, {.batch_size = 8, .epochs = 1, .verbose = 0}),
-                    Catch::StartsWith("check_numerics: op 'matmul' produced inf at element [0, 0] of its output of "
-                                      "shape [8, 1] (inputs: f32 [8, 2], f32 [2, 1])"));
+                    Catch::StartsWith("check_numerics: op 'dense' produced inf at element [0, 0] of its output of "
+                                      "shape [8, 1] (inputs: f32 [8, 2], f32 [2, 1], f32 [1])"));
   L::reset_layer_names();  // as the tests that follow expect to find them
 }
 

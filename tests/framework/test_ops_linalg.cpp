@@ -364,3 +364,42 @@ TEST_CASE("einsum rejects malformed equations and mismatched operands", "[linalg
   REQUIRE_THROWS_WITH(ops::einsum("ij,jk->ik", Tensor::ones({2, 3}, DType::i64), Tensor::ones({3, 4}, DType::i64)),
                       Contains("einsum") && Contains("float32 or float64"));
 }
+
+// ---------------------------------------------------------------- dense (matmul + bias in one gemm)
+
+TEST_CASE("dense equals matmul plus bias for every rank, f32 and f64", "[linalg]") {
+  for (const DType dtype : {DType::f32, DType::f64}) {
+    const double tolerance = dtype == DType::f32 ? 1e-5 : 1e-12;
+    for (const Shape& x_shape : {Shape{3}, Shape{7, 3}, Shape{2, 4, 3}, Shape{300, 3}, Shape{0, 3}}) {
+      const Tensor x = randn(x_shape, 21).to(dtype), kernel = randn({3, 6}, 22).to(dtype);
+      const Tensor bias = randn({6}, 23).to(dtype);
+      INFO(fmt::format("{} x {}", x_shape, dtype));
+      const Tensor with_bias = ops::dense(x, kernel, bias), without = ops::dense(x, kernel, Tensor());
+      const Tensor expected = ops::matmul(x, kernel);
+      REQUIRE(with_bias.shape() == expected.shape());
+      REQUIRE(with_bias.dtype() == dtype);
+      const auto got = with_bias.to_vector<double>(), got_plain = without.to_vector<double>();
+      const auto want = ops::add(expected, bias).to_vector<double>(), want_plain = expected.to_vector<double>();
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        CHECK(got[i] == Approx(want[i]).margin(tolerance));
+        CHECK(got_plain[i] == Approx(want_plain[i]).margin(tolerance));
+      }
+    }
+  }
+  // No inputs to sum over: the bias alone (or zeros), as matmul + bias gives.
+  const Tensor y = ops::dense(Tensor::ones({2, 0}), Tensor::ones({0, 3}), Tensor::from_vector(std::vector<float>{1, 2, 3}));
+  CHECK(y.to_vector<double>() == std::vector<double>{1, 2, 3, 1, 2, 3});
+  CHECK(ops::dense(Tensor::ones({2, 0}), Tensor::ones({0, 3}), Tensor()).to_vector<double>() == std::vector<double>(6, 0.0));
+}
+
+TEST_CASE("dense gradients pass gradcheck with and without a bias", "[linalg]") {
+  const auto with_bias = [](const std::vector<Tensor>& in) { return ops::dense(in[0], in[1], in[2]); };
+  const auto without = [](const std::vector<Tensor>& in) { return ops::dense(in[0], in[1], Tensor()); };
+  require_gradcheck(with_bias, {randn({4, 3}, 31), randn({3, 5}, 32), randn({5}, 33)});
+  require_gradcheck(with_bias, {randn({2, 3, 4}, 34), randn({4, 2}, 35), randn({2}, 36)});
+  require_gradcheck(with_bias, {randn({3}, 37), randn({3, 2}, 38), randn({2}, 39)});
+  require_gradcheck(without, {randn({2, 3, 4}, 40), randn({4, 2}, 41)});
+  require_gradcheck([](const std::vector<Tensor>& in) { return ops::dense(ops::transpose(in[0]), in[1], in[2]); },
+                    {randn({3, 4}, 42), randn({3, 2}, 43), randn({2}, 44)});
+  require_gradgradcheck(with_bias, {randn({3, 2}, 45), randn({2, 2}, 46), randn({2}, 47)});
+}
