@@ -2,6 +2,7 @@
 // The whole public API of loom.
 #include "framework/blas.hpp"
 #include "framework/cpu_features.hpp"
+#include "framework/distributed.hpp"
 #include "framework/dtype.hpp"
 #include "framework/error.hpp"
 #include "framework/gradcheck.hpp"

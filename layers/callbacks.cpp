@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "framework/distributed.hpp"
 #include "framework/error.hpp"
 #include "framework/tape.hpp"
 #include "layers/model.hpp"
@@ -17,6 +18,12 @@
 namespace loom::layers {
 
 namespace {
+
+// Data-parallel replicas hold the same weights and logs: rank 0 alone reports and writes files. A single
+// process is rank 0, so its callbacks never need a model here.
+bool on_rank_zero(const Callback& callback) {
+  return distributed::rank() == 0 || !callback.model().data_parallel();
+}
 
 /// Python's repr of a float, as Keras prints logs: fmt's shortest round-trip form already switches to an
 /// exponent where Python does (below 1e-4, from 1e16); Python also marks integral values with ".0".
@@ -104,10 +111,10 @@ void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
 }
 
 void EarlyStopping::on_train_end(const Logs& /*logs*/) {
-  if (stopped_epoch_ > 0 && options_.verbose > 0)
-    std::cout << fmt::format("Epoch {}: early stopping\n", stopped_epoch_ + 1);
+  const bool verbose = options_.verbose > 0 && on_rank_zero(*this);
+  if (stopped_epoch_ > 0 && verbose) std::cout << fmt::format("Epoch {}: early stopping\n", stopped_epoch_ + 1);
   if (!options_.restore_best_weights || !best_weights_) return;
-  if (options_.verbose > 0)
+  if (verbose)
     std::cout << fmt::format("Restoring model weights from the end of the best epoch: {}.\n", best_epoch_ + 1);
   std::vector<Variable> weights = model().weights();
   check(weights.size() == best_weights_->size(),
@@ -161,12 +168,15 @@ void ModelCheckpoint::on_train_batch_end(int batch, const Logs& logs) {
 
 void ModelCheckpoint::save(int epoch, std::optional<int> batch, const Logs& logs) {
   const std::string path = file_path(epoch, batch, logs);
-  const bool verbose = options_.verbose > 0;
+  const bool writes = on_rank_zero(*this);
+  const bool verbose = writes && options_.verbose > 0;
   if (options_.save_best_only) {
     const auto found = logs.find(monitor());
     if (found == logs.end()) {
       // As Keras: without the value there is nothing to compare, so save anyway.
-      std::cerr << fmt::format("ModelCheckpoint: warning: can save best model only with {} available.\n", monitor());
+      if (writes)
+        std::cerr << fmt::format("ModelCheckpoint: warning: can save best model only with {} available.\n",
+                                 monitor());
     } else {
       const double current = found->second;
       const std::string best = best_ ? fmt::format("{:.5f}", *best_) : "None";
@@ -182,6 +192,7 @@ void ModelCheckpoint::save(int epoch, std::optional<int> batch, const Logs& logs
   } else if (verbose) {
     std::cout << fmt::format("\nEpoch {}: saving model to {}\n", epoch + 1, path);
   }
+  if (!writes) return;
   const std::filesystem::path folder = std::filesystem::path(path).parent_path();
   std::error_code error;
   if (!folder.empty()) std::filesystem::create_directories(folder, error);
@@ -205,7 +216,7 @@ void LearningRateScheduler::on_epoch_begin(int epoch, const Logs& /*logs*/) {
   check(std::isfinite(learning_rate), "LearningRateScheduler: the schedule gave {} at epoch {}; expected a finite rate",
         learning_rate, epoch);
   optimizer->set_learning_rate(learning_rate);
-  if (verbose_ > 0)
+  if (verbose_ > 0 && on_rank_zero(*this))
     std::cout << fmt::format("\nEpoch {}: LearningRateScheduler setting learning rate to {}.\n", epoch + 1,
                              python_float(learning_rate));
 }
@@ -220,6 +231,7 @@ CSVLogger::CSVLogger(std::string filename, char separator, bool append)
 }
 
 void CSVLogger::on_train_begin(const Logs& /*logs*/) {
+  if (!on_rank_zero(*this)) return;
   // Appending to a file that already has content keeps its header.
   write_header_ = true;
   if (append_) {
@@ -232,6 +244,7 @@ void CSVLogger::on_train_begin(const Logs& /*logs*/) {
 }
 
 void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
+  if (!on_rank_zero(*this)) return;
   check(file_ && file_->is_open(), "CSVLogger: on_epoch_end before on_train_begin ('{}' is not open)", filename_);
   if (!keys_) {
     keys_.emplace();

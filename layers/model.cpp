@@ -5,6 +5,7 @@
 #include <cmath>
 #include <set>
 
+#include "framework/distributed.hpp"
 #include "framework/error.hpp"
 #include "framework/ops.hpp"
 #include "framework/random.hpp"
@@ -90,6 +91,33 @@ void check_samples(const char* method, const Tensor& x, const Tensor& y) {
   check(y.ndim() >= 1, "Model.{}: y needs a batch dimension, got a scalar", method);
   check(x.shape()[0] == y.shape()[0], "Model.{}: x and y hold different numbers of samples: x {} and y {} ({} != {})",
         method, x.shape(), y.shape(), x.shape()[0], y.shape()[0]);
+}
+
+// Rows [begin, end) of the data.
+struct RowRange {
+  std::int64_t begin, end;
+  std::int64_t size() const { return end - begin; }
+};
+
+// The part of global batch [begin, end) that `rank` of `ranks` trains on: contiguous parts whose sizes differ
+// by at most one, the larger ones first, as tf.distribute splits a batch.
+RowRange part_of(std::int64_t begin, std::int64_t end, int rank, int ranks) {
+  const std::int64_t base = (end - begin) / ranks, larger = (end - begin) % ranks;
+  const std::int64_t first = begin + rank * base + std::min<std::int64_t>(rank, larger);
+  return {first, first + base + (rank < larger ? 1 : 0)};
+}
+
+// Logs over every rank from each rank's running means, weighted by the samples the rank has seen (each
+// metric and the loss tracker count samples), in one reduction.
+Logs global_logs(const Logs& local, std::int64_t samples) {
+  std::vector<double> sums;
+  for (const auto& [key, value] : local) sums.push_back(value * double(samples));
+  sums.push_back(double(samples));
+  sums = distributed::allreduce_sum(std::move(sums));
+  Logs global;
+  std::size_t i = 0;
+  for (const auto& [key, value] : local) global[key] = sums[i++] / sums.back();
+  return global;
 }
 
 // Fans a hook out to every callback, in order: the user's, then the progress bar when verbose.
@@ -188,9 +216,32 @@ double Model::train_step(const Tensor& x, const Tensor& y) {
   optimizer_->apply_gradients(gradients, variables);
   NoGradGuard no_grad;
   for (const auto& m : metrics_) m->update_state(y, prediction);
-  const double value = loss.item<double>();
-  check(std::isfinite(value), "{}.fit: the loss became {} (check the learning rate and the data)", name(), value);
-  return value;
+  return loss.item<double>();
+}
+
+// A rank whose part of the global batch is empty still joins the step's allreduce, with zero gradients that
+// weigh nothing.
+void Model::idle_train_step() {
+  const std::vector<Variable> variables = trainable_weights();
+  std::vector<Tensor> zeros;
+  for (const Variable& var : variables) zeros.push_back(Tensor::zeros(var.shape(), var.dtype()));
+  optimizer_->apply_gradients(zeros, variables);
+}
+
+void Model::check_finite_loss(double loss) const {
+  check(std::isfinite(loss), "{}.fit: the loss became {} (check the learning rate and the data)", name(), loss);
+}
+
+// Builds the model and resolves the compiled loss and metrics from one sample, so that a rank whose parts are
+// all empty still holds the weights and the metric keys that its collective calls exchange.
+void Model::prepare_replica(const Tensor& x, const Tensor& y) {
+  NoGradGuard no_grad;
+  const Tensor prediction = (*this)(ops::slice(x, 0, 0, 1), /*training=*/false);
+  resolve_compiled(ops::slice(y, 0, 0, 1), prediction);
+}
+
+bool Model::data_parallel() const {
+  return optimizer_ && optimizer_->distributed() && distributed::world_size() > 1;
 }
 
 double Model::test_step(const Tensor& x, const Tensor& y) {
@@ -243,11 +294,23 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
   const std::int64_t n = x_train.shape()[0];
   check(n > 0, "{}.fit: no training samples (x has shape {})", name(), x_train.shape());
   const std::int64_t steps = steps_for(n, options.batch_size);
-  random::Generator generator(options.seed ? *options.seed : random::thread_generator().next());
+  // Data-parallel, batch_size is the global batch: every rank shuffles with rank 0's seed, starts from rank 0's
+  // weights and trains on its part of each batch; the parts' gradients are averaged by their sizes, so each
+  // step is the one a single process takes on the whole batch.
+  const bool sharded = data_parallel();
+  const int rank = distributed::rank(), ranks = distributed::world_size();
+  std::uint64_t seed = options.seed ? *options.seed : random::thread_generator().next();
+  if (sharded) {
+    seed = distributed::broadcast(seed);
+    prepare_replica(x_train, y_train);
+    distributed::broadcast_variables(weights());
+  }
+  random::Generator generator(seed);
 
   History history;
   history.params = {options.verbose, options.epochs, steps};
-  CallbackList callbacks(options.callbacks, *this, options.verbose, options.out, options.epochs, steps);
+  const int progress_verbose = sharded && rank != 0 ? 0 : options.verbose;  // one progress bar, rank 0's
+  CallbackList callbacks(options.callbacks, *this, progress_verbose, options.out, options.epochs, steps);
 
   stop_training = false;
   callbacks(&Callback::on_train_begin, Logs{});
@@ -256,14 +319,26 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
     for (const auto& m : metrics_) m->reset_state();
     callbacks(&Callback::on_epoch_begin, epoch, Logs{});
     const std::vector<std::int64_t> order = options.shuffle ? permutation(n, generator) : std::vector<std::int64_t>{};
+    const std::vector<std::int64_t>* shuffled = options.shuffle ? &order : nullptr;
     metrics::Mean loss_tracker("loss");  // the running mean over the epoch's samples, as Keras's loss tracker
+    std::int64_t samples_seen = 0;       // by this rank
     for (std::int64_t step = 0; step < steps; ++step) {
       const std::int64_t begin = step * options.batch_size, end = std::min(n, begin + options.batch_size);
       callbacks(&Callback::on_train_batch_begin, int(step), Logs{});
-      const double loss = train_step(batch_rows(x_train, options.shuffle ? &order : nullptr, begin, end),
-                                     batch_rows(y_train, options.shuffle ? &order : nullptr, begin, end));
-      loss_tracker.update_state(loss, double(end - begin));
+      const RowRange rows = sharded ? part_of(begin, end, rank, ranks) : RowRange{begin, end};
+      if (sharded) optimizer_->gradient_aggregator()->set_next_weight(double(rows.size()));
+      double loss = 0.0;
+      if (rows.size() > 0)
+        loss = train_step(batch_rows(x_train, shuffled, rows.begin, rows.end),
+                          batch_rows(y_train, shuffled, rows.begin, rows.end));
+      else
+        idle_train_step();
+      loss_tracker.update_state(loss, double(rows.size()));
+      samples_seen += rows.size();
       epoch_logs = metric_logs(loss_tracker.result());
+      if (sharded) epoch_logs = global_logs(epoch_logs, samples_seen);
+      // Checked on the global value when sharded, so that every rank stops at the same step.
+      check_finite_loss(sharded ? epoch_logs.at("loss") : loss);
       callbacks(&Callback::on_train_batch_end, int(step), epoch_logs);
     }
     if (validation) {
@@ -285,18 +360,29 @@ Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) 
   check(y.defined(), "{}.evaluate: y is undefined", name());
   const std::int64_t n = x.shape()[0];
   const std::int64_t steps = checked_steps(name(), "evaluate", x, options.batch_size);
+  // Data-parallel, each rank evaluates its part of every batch and the logs are global, as in fit.
+  const bool sharded = data_parallel();
+  const int rank = distributed::rank(), ranks = distributed::world_size();
+  if (sharded) prepare_replica(x, y);
 
-  CallbackList callbacks(options.callbacks, *this, options.verbose, options.out, 1, steps);
+  const int progress_verbose = sharded && rank != 0 ? 0 : options.verbose;
+  CallbackList callbacks(options.callbacks, *this, progress_verbose, options.out, 1, steps);
   for (const auto& m : metrics_) m->reset_state();
   callbacks(&Callback::on_test_begin, Logs{});
   metrics::Mean loss_tracker("loss");
+  std::int64_t samples_seen = 0;  // by this rank
   Logs logs;
   for (std::int64_t step = 0; step < steps; ++step) {
     const std::int64_t begin = step * options.batch_size, end = std::min(n, begin + options.batch_size);
     callbacks(&Callback::on_test_batch_begin, int(step), Logs{});
-    loss_tracker.update_state(test_step(ops::slice(x, 0, begin, end), ops::slice(y, 0, begin, end)),
-                              double(end - begin));
+    const RowRange rows = sharded ? part_of(begin, end, rank, ranks) : RowRange{begin, end};
+    if (rows.size() > 0) {
+      const double loss = test_step(ops::slice(x, 0, rows.begin, rows.end), ops::slice(y, 0, rows.begin, rows.end));
+      loss_tracker.update_state(loss, double(rows.size()));
+    }
+    samples_seen += rows.size();
     logs = metric_logs(loss_tracker.result());
+    if (sharded) logs = global_logs(logs, samples_seen);
     callbacks(&Callback::on_test_batch_end, int(step), logs);
   }
   callbacks(&Callback::on_test_end, logs);
@@ -326,6 +412,7 @@ Logs Model::train_on_batch(const Tensor& x, const Tensor& y) {
   check_samples("train_on_batch", x, y);
   for (const auto& m : metrics_) m->reset_state();
   const double loss = train_step(x, y);
+  check_finite_loss(loss);
   return metric_logs(loss);
 }
 
@@ -433,6 +520,7 @@ void Model::save_weights(const std::string& path, WeightsOptions options) const 
       tensors.emplace_back(kOptimizerPrefix + state_name, value);
     }
   }
+  if (data_parallel() && distributed::rank() != 0) return;  // the replicas are identical: rank 0 writes the file
   io::save_safetensors(path, tensors, {{"format", "loom"}, {"model", name()}});
 }
 

@@ -70,6 +70,7 @@ struct CompileOptions {
 };
 
 struct FitOptions {
+  /// Samples per step; under data_parallel(), over all ranks together (each trains on its part).
   std::int64_t batch_size = 32;
   int epochs = 1;
   /// 0 silent, 1 progress bar, 2 one line per epoch.
@@ -82,7 +83,8 @@ struct FitOptions {
   /// A new permutation of the training samples each epoch.
   bool shuffle = true;
   int initial_epoch = 0;
-  /// Seeds the shuffling; by default drawn from the thread's generator (loom::set_seed makes it repeatable).
+  /// Seeds the shuffling; by default drawn from the thread's generator (loom::set_seed makes it repeatable),
+  /// rank 0's under data_parallel().
   std::optional<std::uint64_t> seed = std::nullopt;
   /// Where the progress goes. On a terminal the bar is redrawn in place; elsewhere each update the bar
   /// lets through (at most one per 0.05 s, and the last) is a new line, as Keras writes.
@@ -153,7 +155,7 @@ class Model : public Layer {
 
   /// Writes every weight (and optionally the optimizer state) to a .safetensors file, atomically. Names are
   /// the weights' paths below the model, by class rather than by auto-name ("dense_1/kernel"), so a fresh
-  /// instance of the same architecture loads them.
+  /// instance of the same architecture loads them. Under data_parallel() only rank 0 writes.
   void save_weights(const std::string& path, WeightsOptions options = {}) const;
   /// Loads what save_weights wrote. Every name, shape and dtype must match; otherwise a loom::Error lists
   /// every mismatch and no weight changes. A corrupted or truncated file leaves the model untouched too.
@@ -165,6 +167,10 @@ class Model : public Layer {
   bool stop_training = false;
 
   optim::Optimizer* optimizer() const { return optimizer_.get(); }
+  /// True when compiled with a distributed::DistributedOptimizer in a run of several processes. fit and
+  /// evaluate then split each global batch across the ranks and log global values; rank 0 alone prints
+  /// progress and writes weights files (docs/distributed.md).
+  bool data_parallel() const;
   /// The compiled metrics, once resolved (after the first batch), in compile order.
   const std::vector<std::shared_ptr<metrics::Metric>>& metrics() const { return metrics_; }
 
@@ -178,7 +184,10 @@ class Model : public Layer {
   Tensor batch_loss(const Tensor& y_true, const Tensor& y_pred);
   void resolve_compiled(const Tensor& y_true, const Tensor& y_pred);
   double train_step(const Tensor& x, const Tensor& y);
+  void idle_train_step();
   double test_step(const Tensor& x, const Tensor& y);
+  void check_finite_loss(double loss) const;
+  void prepare_replica(const Tensor& x, const Tensor& y);
   Logs metric_logs(double loss) const;
   void check_compiled(const char* method) const;
 

@@ -64,6 +64,19 @@ BaseOptions base_options(Options& options) {
           std::move(options.name)};
 }
 
+/// Combines one step's gradients across processes before the optimizer uses them: the hook that
+/// distributed::DistributedOptimizer installs. apply_gradients calls it first, before clipping (as Horovod
+/// does), so that every process clips and updates with the same gradients.
+class GradientAggregator {
+ public:
+  virtual ~GradientAggregator() = default;
+  /// The gradients the step applies; grads[i] belongs to vars[i] and may be undefined.
+  virtual std::vector<Tensor> aggregate(const std::vector<Tensor>& grads, const std::vector<Variable>& vars) = 0;
+  /// How much this process's gradients weigh in the next aggregate() only (Model::fit sets its share of the
+  /// global batch); otherwise they weigh 1.
+  virtual void set_next_weight(double weight) = 0;
+};
+
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
@@ -79,6 +92,12 @@ class Optimizer {
   /// Replaces the learning rate (a constant or a schedule), as LearningRateScheduler does.
   void set_learning_rate(LearningRate learning_rate) { learning_rate_ = std::move(learning_rate); }
   const std::string& name() const { return name_; }
+
+  /// Installs the hook every apply_gradients passes its gradients through (nullptr removes it).
+  void set_gradient_aggregator(std::shared_ptr<GradientAggregator> aggregator) { aggregator_ = std::move(aggregator); }
+  GradientAggregator* gradient_aggregator() const { return aggregator_.get(); }
+  /// True when a hook combines the gradients across processes; Model::fit then shards its batches.
+  bool distributed() const { return aggregator_ != nullptr; }
 
   /// The optimizer's state for checkpoints: "iteration" (i64 scalar), then each slot of each variable that
   /// has slots, named "<variable name>/<slot name>" ("dense/kernel/m"), in the order of `vars`.
@@ -104,6 +123,7 @@ class Optimizer {
   BaseOptions options_;
   std::int64_t iterations_ = 0;
   std::map<std::uint64_t, std::vector<Tensor>> slots_;  // by variable id
+  std::shared_ptr<GradientAggregator> aggregator_;
 };
 
 /// A Keras optimizer string ("adam", "sgd", "adamw", "rmsprop"; case-insensitive) with default arguments.
