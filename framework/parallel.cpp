@@ -1,5 +1,8 @@
 #include "framework/parallel.hpp"
 
+#include <sched.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,6 +16,14 @@
 namespace loom::parallel {
 
 namespace {
+
+/// The cores this process may run on: its affinity mask (mpirun and taskset narrow it), else all the
+/// machine's. More threads than that would spin against each other on one core.
+int usable_cores() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return int(std::max(1U, std::thread::hardware_concurrency()));
+}
 
 /// How long an idle worker spins before it sleeps.
 constexpr std::chrono::microseconds kSpin{50};
@@ -47,7 +58,7 @@ struct Job {
 /// sleep on a condition variable so an idle process uses no CPU.
 class Pool {
  public:
-  Pool() : size_(int(std::max(1U, std::thread::hardware_concurrency()))) {
+  Pool() : size_(usable_cores()) {
     for (int w = 1; w < size_; ++w) workers_.emplace_back([this] { serve(); });
   }
 

@@ -30,7 +30,7 @@ class TaskRef {
   void (*call_)(void*, int, std::int64_t);
 };
 
-/// Threads the pool runs on, the caller included (the machine's cores).
+/// Threads the pool runs on, the caller included: one per core the process may run on (its affinity mask).
 int thread_count();
 
 /// Runs task(worker, item) for every item in [0, items), each item exactly once, on up to `max_threads`
