@@ -233,7 +233,7 @@ AttentionOutputs forward_with_probabilities(const Tensor& q, const Tensor& k, co
 
 bool preferred(std::int64_t nq, std::int64_t nk, std::int64_t d, std::int64_t dv) {
   // Measured (bench_attention, 8 heads, d = 64, AVX-512, 2 threads): flash and math break even near
-  // Nq = Nk = 64; below that one BLAS call per product beats the tiles' packing and thread start.
+  // Nq = Nk = 64; below that one BLAS call per product beats the tiles' packing and dispatch.
   return d <= 256 && dv <= 256 && nq * nk >= 64 * 64;
 }
 
