@@ -28,6 +28,9 @@ class Metric {
   /// The value over everything since the last reset (0 before any update, as Keras).
   double result() const { return count_ > 0.0 ? total_ / count_ : 0.0; }
   void reset_state() { total_ = 0.0; count_ = 0.0; }
+  /// The running mean's state, result() = total() / count(): what data-parallel fit sums over the ranks.
+  double total() const { return total_; }
+  double count() const { return count_; }
 
  protected:
   explicit Metric(std::string name) : name_(std::move(name)) {}
@@ -126,6 +129,9 @@ class Mean {
   /// The weighted mean so far; 0 before any update or when every weight was 0, as Keras.
   double result() const { return count_ > 0.0 ? total_ / count_ : 0.0; }
   void reset_state() { total_ = 0.0; count_ = 0.0; }
+  /// The running mean's state, result() = total() / count().
+  double total() const { return total_; }
+  double count() const { return count_; }
 
  private:
   std::string name_;

@@ -107,17 +107,19 @@ RowRange part_of(std::int64_t begin, std::int64_t end, int rank, int ranks) {
   return {first, first + base + (rank < larger ? 1 : 0)};
 }
 
-// Logs over every rank from each rank's running means, weighted by the samples the rank has seen (each
-// metric and the loss tracker count samples), in one reduction.
-Logs global_logs(const Logs& local, std::int64_t samples) {
-  std::vector<double> sums;
-  for (const auto& [key, value] : local) sums.push_back(value * double(samples));
-  sums.push_back(double(samples));
-  sums = distributed::allreduce_sum(std::move(sums));
-  Logs global;
-  std::size_t i = 0;
-  for (const auto& [key, value] : local) global[key] = sums[i++] / sums.back();
-  return global;
+// Logs over every rank: the loss tracker's and each metric's running (total, count) summed over the ranks in
+// one reduction, so each value is the mean over every rank's samples.
+Logs global_logs(const metrics::Mean& loss_tracker, const std::vector<std::shared_ptr<metrics::Metric>>& metrics) {
+  std::vector<double> state{loss_tracker.total(), loss_tracker.count()};
+  for (const auto& m : metrics) {
+    state.push_back(m->total());
+    state.push_back(m->count());
+  }
+  state = distributed::allreduce_sum(std::move(state));
+  const auto mean = [&state](std::size_t i) { return state[2 * i + 1] > 0.0 ? state[2 * i] / state[2 * i + 1] : 0.0; };
+  Logs logs{{"loss", mean(0)}};
+  for (std::size_t i = 0; i < metrics.size(); ++i) logs[metrics[i]->name()] = mean(i + 1);
+  return logs;
 }
 
 // Fans a hook out to every callback, in order: the user's, then the progress bar when verbose.
@@ -321,7 +323,6 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
     const std::vector<std::int64_t> order = options.shuffle ? permutation(n, generator) : std::vector<std::int64_t>{};
     const std::vector<std::int64_t>* shuffled = options.shuffle ? &order : nullptr;
     metrics::Mean loss_tracker("loss");  // the running mean over the epoch's samples, as Keras's loss tracker
-    std::int64_t samples_seen = 0;       // by this rank
     for (std::int64_t step = 0; step < steps; ++step) {
       const std::int64_t begin = step * options.batch_size, end = std::min(n, begin + options.batch_size);
       callbacks(&Callback::on_train_batch_begin, int(step), Logs{});
@@ -334,9 +335,7 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
       else
         idle_train_step();
       loss_tracker.update_state(loss, double(rows.size()));
-      samples_seen += rows.size();
-      epoch_logs = metric_logs(loss_tracker.result());
-      if (sharded) epoch_logs = global_logs(epoch_logs, samples_seen);
+      epoch_logs = sharded ? global_logs(loss_tracker, metrics_) : metric_logs(loss_tracker.result());
       // Checked on the global value when sharded, so that every rank stops at the same step.
       check_finite_loss(sharded ? epoch_logs.at("loss") : loss);
       callbacks(&Callback::on_train_batch_end, int(step), epoch_logs);
@@ -370,7 +369,6 @@ Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) 
   for (const auto& m : metrics_) m->reset_state();
   callbacks(&Callback::on_test_begin, Logs{});
   metrics::Mean loss_tracker("loss");
-  std::int64_t samples_seen = 0;  // by this rank
   Logs logs;
   for (std::int64_t step = 0; step < steps; ++step) {
     const std::int64_t begin = step * options.batch_size, end = std::min(n, begin + options.batch_size);
@@ -380,9 +378,7 @@ Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) 
       const double loss = test_step(ops::slice(x, 0, rows.begin, rows.end), ops::slice(y, 0, rows.begin, rows.end));
       loss_tracker.update_state(loss, double(rows.size()));
     }
-    samples_seen += rows.size();
-    logs = metric_logs(loss_tracker.result());
-    if (sharded) logs = global_logs(logs, samples_seen);
+    logs = sharded ? global_logs(loss_tracker, metrics_) : metric_logs(loss_tracker.result());
     callbacks(&Callback::on_test_batch_end, int(step), logs);
   }
   callbacks(&Callback::on_test_end, logs);
