@@ -81,7 +81,7 @@ void assign(const Tensor& dst, const Tensor& src) {
 
 /// A fresh contiguous copy, not recorded.
 Tensor copy_of(const Tensor& x) {
-  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  Tensor y = detail::uninitialized(x.shape(), x.dtype());  // assign writes every element
   assign(y, x);
   return y;
 }
@@ -365,7 +365,7 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
     sizes.push_back(x.shape()[std::size_t(a)]);
     shape[std::size_t(a)] += sizes.back();
   }
-  Tensor y = Tensor::empty(shape, first.dtype());
+  Tensor y = detail::uninitialized(shape, first.dtype());  // the parts cover it
   std::int64_t at = 0;
   for (std::size_t i = 0; i < xs.size(); ++i) {
     assign(slice_view(y, a, at, sizes[i], 1), xs[i]);
