@@ -46,12 +46,7 @@ void validate(std::string_view op, const Tensor& q, const Tensor& k, const Tenso
     check(o.mask.dtype() == DType::boolean || is_floating(o.mask.dtype()),
           "{}: the mask must be boolean or float (true / nonzero = may attend), got {} of shape {}", op,
           o.mask.dtype(), o.mask.shape());
-    bool broadcastable = o.mask.ndim() <= 4;
-    for (std::int64_t i = 1; broadcastable && i <= o.mask.ndim(); ++i) {
-      const std::int64_t d = o.mask.size(-i);
-      broadcastable = d == 1 || d == target[std::size_t(4 - i)];
-    }
-    check(broadcastable, "{}: mask of shape {} cannot be broadcast to [batch, heads, q_seq, k_seq] = {}", op,
+    check(broadcasts_to(o.mask.shape(), target), "{}: mask of shape {} cannot be broadcast to [batch, heads, q_seq, k_seq] = {}", op,
           o.mask.shape(), target);
   }
   check(o.sliding_window >= 0, "{}: sliding_window must be >= 0 (0 = no window), got {}", op, o.sliding_window);

@@ -51,6 +51,15 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
   return out;
 }
 
+bool broadcasts_to(const Shape& shape, const Shape& target) {
+  if (shape.size() > target.size()) return false;
+  for (std::size_t i = 1; i <= shape.size(); ++i) {
+    const std::int64_t d = shape[shape.size() - i];
+    if (d != 1 && d != target[target.size() - i]) return false;
+  }
+  return true;
+}
+
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, std::string_view op) {
   check(axis >= -rank && axis < rank, "{}: axis {} is out of range for a tensor of rank {} (expected {} <= axis < {})",
         op, axis, rank, -rank, rank);

@@ -20,6 +20,8 @@ std::vector<std::int64_t> unravel_index(std::int64_t flat, const Shape& shape);
 Strides contiguous_strides(const Shape& shape);
 /// NumPy broadcasting of two shapes; throws loom::Error naming `op` when they are incompatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
+/// True when `shape` broadcasts to exactly `target` (no larger rank; each trailing dimension 1 or equal).
+bool broadcasts_to(const Shape& shape, const Shape& target);
 /// Maps a possibly negative axis into [0, rank); throws loom::Error naming `op` when out of range.
 std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, std::string_view op);
 /// Normalizes a list of axes (empty = all axes), sorted, rejecting duplicates.

@@ -1,6 +1,5 @@
 #include "framework/variable.hpp"
 
-#include <algorithm>
 #include <cstring>
 
 #include "framework/ops.hpp"
@@ -11,9 +10,7 @@ namespace loom {
 namespace {
 /// assign_add/assign_sub take a delta of the variable's dtype that broadcasts to its shape.
 void check_update(const Variable& v, const Tensor& delta, const char* method) {
-  const bool fits = delta.defined() && delta.dtype() == v.dtype() && delta.ndim() <= std::ssize(v.shape()) &&
-                    std::equal(delta.shape().rbegin(), delta.shape().rend(), v.shape().rbegin(),
-                               [](std::int64_t d, std::int64_t n) { return d == n || d == 1; });
+  const bool fits = delta.defined() && delta.dtype() == v.dtype() && broadcasts_to(delta.shape(), v.shape());
   check(fits, "Variable '{}'.{}: expected a {} tensor broadcastable to shape {}, got {}", v.name(), method,
         v.dtype(), v.shape(), delta.defined() ? fmt::format("{} of shape {}", delta.dtype(), delta.shape()) : "undefined");
 }

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <functional>
-#include <numeric>
 
 #include "framework/ops.hpp"
 
@@ -148,11 +146,8 @@ std::optional<Tensor> EinsumDense::call_as_dense(const Tensor& x, const Shape& o
   // one, covers exactly the Q axes (checked in the constructor), so it is [prod Q]. All views of
   // contiguous tensors.
   const Shape& k = kernel_.shape();
-  const auto product = [](auto begin, auto end) {
-    return std::accumulate(begin, end, std::int64_t{1}, std::multiplies<>());
-  };
   const auto split = k.begin() + std::ptrdiff_t(dense_contraction_);
-  const std::int64_t in = product(k.begin(), split), units = product(split, k.end());
+  const std::int64_t in = numel(Shape(k.begin(), split)), units = numel(Shape(split, k.end()));
   Shape x_shape(x.shape().begin(), x.shape().end() - std::ptrdiff_t(dense_contraction_));
   x_shape.push_back(in);
   const Tensor bias = bias_.defined() ? ops::reshape(bias_.value(), {units}) : Tensor();

@@ -65,15 +65,6 @@ std::pair<std::string, std::string> attention_equations(std::int64_t rank, const
   return {source + "," + target + "->" + product, product + "," + source + "->" + target};
 }
 
-bool broadcasts_to(const Shape& shape, const Shape& target) {
-  if (shape.size() > target.size()) return false;
-  for (std::size_t i = 1; i <= shape.size(); ++i) {
-    const std::int64_t d = shape[shape.size() - i];
-    if (d != 1 && d != target[target.size() - i]) return false;
-  }
-  return true;
-}
-
 Shape with_last(Shape shape, std::int64_t last) {
   shape.back() = last;
   return shape;
