@@ -32,7 +32,8 @@ struct Problem {
   std::int64_t window;  // 0 = none
   const std::uint8_t* mask;  // null = none
   std::int64_t mask_b, mask_h, mask_i, mask_j;
-  // Forward: writes o [B*H, nq, dv] and lse [B*H, nq] (natural log; +inf for a row with no allowed key).
+  // Forward: writes o [B*H, nq, dv] and lse [B*H, nq] (in base 2, as the kernels' scores; +inf for a row with
+  // no allowed key).
   T* o;
   T* lse;
   // Backward: reads o, lse and dout, writes dk, dv (and dq through backward_head's argument).
