@@ -13,6 +13,7 @@
 //   gemm_acc: C[x][y] += sum_z A(x, z) * B[z][y]        (O += P V, dV += P^T dO, dK += dS^T Q, dQ += dS K;
 //                                                        A read through strides, B and C rows contiguous)
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -39,6 +40,28 @@ struct Vec {
   static V load(const T* p) { return V::load_unaligned(p); }
   static void store(T* p, const V& v) { v.store_unaligned(p); }
   static V set(T x) { return V(x); }
+  static T sum(const V& v) { return xsimd::hadd(v); }
+  /// p[0], p[stride], ..., p[(width - 1) * stride]: one column of `width` rows. The gather instructions are
+  /// named here because xsimd 8.1's batch::gather misses its AVX2/AVX-512 overloads and inserts lane by lane.
+  static V gather(const T* p, std::int64_t stride) {
+    using Int = xsimd::as_integer_t<T>;
+    using Index = xsimd::batch<Int, Arch>;
+    static constexpr auto lanes = [] {
+      std::array<Int, width> a{};
+      for (std::size_t i = 0; i < a.size(); ++i) a[i] = Int(i);
+      return a;
+    }();
+    const Index index = Index::load_unaligned(lanes.data()) * Index(Int(stride));
+    if constexpr (std::is_base_of_v<xsimd::avx512f, Arch>) {
+      if constexpr (std::is_same_v<T, float>) return _mm512_i32gather_ps(index, p, sizeof(T));
+      else return _mm512_i64gather_pd(index, p, sizeof(T));
+    } else if constexpr (std::is_base_of_v<xsimd::avx2, Arch>) {
+      if constexpr (std::is_same_v<T, float>) return _mm256_i32gather_ps(p, index, sizeof(T));
+      else return _mm256_i64gather_pd(p, index, sizeof(T));
+    } else {
+      return V::gather(p, index);
+    }
+  }
   /// 2^x for the scores, which are kept in base 2 (Q is packed times log2(e)): x = n + f with n an integer and
   /// |f| <= 1/2, 2^f by its Taylor series, times 2^n. Half the instructions of xsimd::exp, which pays for a
   /// Cody-Waite reduction by ln 2 and for its over- and underflow selects. Below the smallest normal power of
@@ -85,6 +108,8 @@ struct Vec<T, Scalar> {
   static V load(const T* p) { return *p; }
   static void store(T* p, V v) { *p = v; }
   static V set(T x) { return x; }
+  static T sum(V v) { return v; }
+  static V gather(const T* p, std::int64_t) { return *p; }
   static V exp2(V x) { return std::exp2(x); }
   static V max(V a, V b) { return a < b ? b : a; }
   static V finite_or_zero(V x) { return x == -std::numeric_limits<T>::infinity() ? T(0) : x; }
@@ -197,9 +222,28 @@ struct Kernel {
   /// Bt[k][r] = factor * src[i0 + r][k], zero beyond nr rows and dim columns.
   static void pack_transposed(const T* src, std::int64_t i0, std::int64_t nr, std::int64_t dim, std::int64_t dimp,
                               T factor, T* bt) {
-    // Rows of src in order, so they stream from memory; the scattered writes land in one block, in L1.
-    for (std::int64_t r = 0; r < Br; ++r)
-      for (std::int64_t k = 0; k < dimp; ++k) bt[k * Br + r] = (k < dim && r < nr) ? factor * src[(i0 + r) * dim + k] : T(0);
+    // W rows at a time, a column per gather and a vector store: the W rows stay in L1 while their columns are
+    // read (scalar stores of single elements cost a tenth of a sliding-window forward).
+    for (std::int64_t r0 = 0; r0 < Br; r0 += W) {
+      if (r0 + W <= nr) {
+        for (std::int64_t k = 0; k < dim; ++k)
+          S::store(bt + k * Br + r0, S::set(factor) * S::gather(src + (i0 + r0) * dim + k, dim));
+      } else {
+        for (std::int64_t k = 0; k < dim; ++k)
+          for (std::int64_t r = r0; r < r0 + W; ++r) bt[k * Br + r] = r < nr ? factor * src[(i0 + r) * dim + k] : T(0);
+      }
+      for (std::int64_t k = dim; k < dimp; ++k) S::store(bt + k * Br + r0, S::set(T(0)));
+    }
+  }
+
+  /// sum_c a[c] * b[c] over n elements.
+  static T row_dot(const T* a, const T* b, std::int64_t n) {
+    V acc = S::set(T(0));
+    std::int64_t c = 0;
+    for (; c + W <= n; c += W) acc = S::load(a + c) * S::load(b + c) + acc;
+    T total = S::sum(acc);
+    for (; c < n; ++c) total += a[c] * b[c];
+    return total;
   }
 
   /// Keys [jlo, jhi) that queries [i0, i0 + nr) may reach under the causal and window structure.
@@ -218,28 +262,37 @@ struct Kernel {
            (p.window > 0 && (j0 + nc - 1 - i0 >= p.window || i0 + nr - 1 - j0 >= p.window));
   }
 
-  /// Sets the disallowed entries of the tile S^T (keys j0.., queries i0..) to -inf.
+  /// Sets the disallowed entries of the tile S^T (keys j0.., queries i0..) to -inf; with a band, only those
+  /// inside it (the rest is neither computed nor read).
   static void apply_mask(const Problem<T>& p, std::int64_t bh, std::int64_t i0, std::int64_t nr, std::int64_t j0,
-                         std::int64_t nc, T* s) {
+                         std::int64_t nc, T* s, const Band* band = nullptr) {
+    auto computed = [&](std::int64_t r, std::int64_t& c0, std::int64_t& c1) {
+      c0 = band == nullptr ? 0 : band->lo[r / W];
+      c1 = band == nullptr ? nc : band->hi[r / W];
+    };
     // Causal and window allow one interval of keys per query: only the entries outside it are touched.
     for (std::int64_t r = 0; r < nr; ++r) {
       const std::int64_t i = i0 + r;
-      std::int64_t lo = 0, hi = nc;  // allowed: c in [lo, hi)
+      std::int64_t c0, c1, lo = 0, hi = nc;  // allowed: c in [lo, hi)
+      computed(r, c0, c1);
       if (p.causal) hi = std::min(hi, i - j0 + 1);
       if (p.window > 0) {
         lo = std::max(lo, i - p.window + 1 - j0);
         hi = std::min(hi, i + p.window - j0);
       }
-      lo = std::min(std::max<std::int64_t>(lo, 0), nc);
-      hi = std::max(hi, lo);
-      for (std::int64_t c = 0; c < lo; ++c) s[c * Br + r] = kNegInf;
-      for (std::int64_t c = hi; c < nc; ++c) s[c * Br + r] = kNegInf;
+      lo = std::clamp(lo, c0, std::max(c0, c1));
+      hi = std::clamp(hi, lo, std::max(lo, c1));
+      for (std::int64_t c = c0; c < lo; ++c) s[c * Br + r] = kNegInf;
+      for (std::int64_t c = hi; c < c1; ++c) s[c * Br + r] = kNegInf;
     }
     if (p.mask == nullptr) return;
     const std::uint8_t* mask = p.mask + (bh / p.heads) * p.mask_b + (bh % p.heads) * p.mask_h;
-    for (std::int64_t c = 0; c < nc; ++c)
-      for (std::int64_t r = 0; r < nr; ++r)
+    for (std::int64_t r = 0; r < nr; ++r) {
+      std::int64_t c0, c1;
+      computed(r, c0, c1);
+      for (std::int64_t c = c0; c < c1; ++c)
         if (mask[(i0 + r) * p.mask_i + (j0 + c) * p.mask_j] == 0) s[c * Br + r] = kNegInf;
+    }
   }
 
   /// S^T <- 2^(S^T - lse[r]): the exact probabilities from the saved logsumexp (+inf rows give 0).
@@ -275,7 +328,7 @@ struct Kernel {
       band.hi[v] = hi;
     }
     gemm_bt(krows, dp, nc, b.qt, dp, s, &band);
-    if (tile_is_partial(p, b.i0, b.nr, j0, nc)) apply_mask(p, bh, b.i0, b.nr, j0, nc, s);
+    if (tile_is_partial(p, b.i0, b.nr, j0, nc)) apply_mask(p, bh, b.i0, b.nr, j0, nc, s, &band);
     // Online softmax, W queries per pass along the lanes, over the keys their vector needs.
     for (std::int64_t v = 0, r = 0; r < Br; ++v, r += W) {
       const std::int64_t lo = band.lo[v], hi = band.hi[v];
@@ -407,9 +460,7 @@ struct Kernel {
     for (std::int64_t i = 0; i < nqp; ++i) {
       // Padded queries get lse = +inf, so their probabilities (and dS) are exactly 0.
       lse[i] = i < nq ? p.lse[bh * nq + i] : std::numeric_limits<T>::infinity();
-      T dot_product = T(0);  // D_i = rowsum(dO * O)
-      for (std::int64_t c = 0; i < nq && c < dv; ++c) dot_product += dout[i * dv + c] * out[i * dv + c];
-      dsum[i] = dot_product;
+      dsum[i] = i < nq ? row_dot(dout + i * dv, out + i * dv, dv) : T(0);  // D_i = rowsum(dO * O)
     }
     for (std::int64_t n = 0; n < nqp * dp; ++n) dqacc[n] = T(0);
 
