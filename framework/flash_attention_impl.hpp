@@ -150,6 +150,13 @@ struct Kernel {
   /// bounds are nondecreasing in v (causal and window are bands), so the vectors needing a key are contiguous.
   struct Band {
     std::int64_t lo[Br / W], hi[Br / W];
+    /// The vectors [v0, v1) that need any of the rows [row, row + m).
+    void vectors(std::int64_t row, std::int64_t m, int& v0, int& v1) const {
+      v0 = 0;
+      v1 = int(Br / W);
+      while (v0 < v1 && hi[v0] <= row) ++v0;
+      while (v1 > v0 && lo[v1 - 1] >= row + m) --v1;
+    }
   };
 
   /// c[row][r] = sum_k a[row][k] * bt[k][r] for rows < nrows, over all Br columns r, or with a band only over
@@ -160,10 +167,7 @@ struct Kernel {
     constexpr int NV = int(Br / W);
     auto block = [&]<int M>(std::int64_t row) {
       int v0 = 0, v1 = NV;
-      if (band != nullptr) {
-        while (v0 < NV && band->hi[v0] <= row) ++v0;
-        while (v1 > v0 && band->lo[v1 - 1] >= row + M) --v1;
-      }
+      if (band != nullptr) band->vectors(row, M, v0, v1);
       int v = v0;
       for (; v + RN <= v1; v += RN) tile_bt<M, RN>(a + row * lda, lda, bt + v * W, depth, c + row * Br + v * W);
       // Two vectors still keep 2 * MR independent FMA chains in flight; one is latency-bound.
@@ -194,18 +198,44 @@ struct Kernel {
       for (int j = 0; j < RN; ++j) S::store(c + i * ldc + j * W, acc[i][j]);
   }
 
-  /// c[x][y] += sum_z a[x*ax + z*az] * b[z][y] for x < nx, z < nz, y < ny (ny a multiple of kPad).
+  /// c[x][y] += sum_z a[x*ax + z*az] * b[z][y] for x < nx, z < nz, y < ny (ny a multiple of kPad). With a
+  /// band, z runs along its lanes (the queries) and x over its rows (the keys): rows x.. sum only the vectors
+  /// that need them, the same blocks of rows and vectors that gemm_bt computes with that band.
   static void gemm_acc(std::int64_t nx, std::int64_t nz, const T* a, std::int64_t ax, std::int64_t az, const T* b,
-                       std::int64_t ldb, std::int64_t ny, T* c, std::int64_t ldc) {
+                       std::int64_t ldb, std::int64_t ny, T* c, std::int64_t ldc, const Band* band = nullptr) {
     constexpr int MR = S::rows, RN = S::vectors;
     auto columns = [&]<int N>(std::int64_t y) {
+      auto rows = [&]<int M>(std::int64_t x) {
+        std::int64_t z0 = 0, z1 = nz;
+        if (band != nullptr) {
+          int v0, v1;
+          band->vectors(x, M, v0, v1);
+          z0 = v0 * W;
+          z1 = std::min(v1 * W, nz);
+          if (z1 <= z0) return;
+        }
+        tile_acc<M, N>(a + x * ax + z0 * az, ax, az, z1 - z0, b + z0 * ldb + y, ldb, c + x * ldc + y, ldc);
+      };
       std::int64_t x = 0;
-      for (; x + MR <= nx; x += MR) tile_acc<MR, N>(a + x * ax, ax, az, nz, b + y, ldb, c + x * ldc + y, ldc);
-      for (; x < nx; ++x) tile_acc<1, N>(a + x * ax, ax, az, nz, b + y, ldb, c + x * ldc + y, ldc);
+      for (; x + MR <= nx; x += MR) rows.template operator()<MR>(x);
+      for (; x < nx; ++x) rows.template operator()<1>(x);
     };
     std::int64_t y = 0;
     for (; y + RN * W <= ny; y += RN * W) columns.template operator()<RN>(y);
     for (; y < ny; y += W) columns.template operator()<1>(y);
+  }
+
+  /// c[x][y] += sum_z a[z][x] * b[z][y] for the nx lanes x of a band, z over each vector's keys: one product
+  /// per run of vectors with the same keys (O += P V, dQ += dS K).
+  static void gemm_acc_lanes(const Band& band, std::int64_t nx, const T* a, const T* b, std::int64_t ldb,
+                             std::int64_t ny, T* c, std::int64_t ldc) {
+    for (std::int64_t v = 0; v * W < nx;) {
+      std::int64_t e = v + 1;
+      while (e * W < nx && band.lo[e] == band.lo[v] && band.hi[e] == band.hi[v]) ++e;
+      const std::int64_t x0 = v * W, x1 = std::min(e * W, nx), lo = band.lo[v], hi = band.hi[v];
+      if (lo < hi) gemm_acc(x1 - x0, hi - lo, a + lo * Br + x0, 1, Br, b + lo * ldb, ldb, ny, c + x0 * ldc, ldc);
+      v = e;
+    }
   }
 
   // ---- helpers ----
@@ -295,12 +325,37 @@ struct Kernel {
     }
   }
 
-  /// S^T <- 2^(S^T - lse[r]): the exact probabilities from the saved logsumexp (+inf rows give 0).
-  static void exp_minus(T* s, std::int64_t nc, const T* lse) {
-    for (std::int64_t r = 0; r < Br; r += W) {
+  /// S^T <- 2^(S^T - lse[r]): the exact probabilities from the saved logsumexp (+inf rows give 0); with a
+  /// band, only inside it.
+  static void exp_minus(T* s, std::int64_t nc, const T* lse, const Band* band = nullptr) {
+    for (std::int64_t v = 0, r = 0; r < Br; ++v, r += W) {
       const V l = S::load(lse + r);
-      for (std::int64_t c = 0; c < nc; ++c) S::store(s + c * Br + r, S::exp2(S::load(s + c * Br + r) - l));
+      const std::int64_t c0 = band == nullptr ? 0 : band->lo[v], c1 = band == nullptr ? nc : band->hi[v];
+      for (std::int64_t c = c0; c < c1; ++c) S::store(s + c * Br + r, S::exp2(S::load(s + c * Br + r) - l));
     }
+  }
+
+  /// For each vector of W query lanes of the tile (queries i0.., keys j0..), the keys [lo, hi) that causal and
+  /// window let any of its lanes reach (a user mask is applied per entry). `align` widens each non-empty
+  /// interval to whole blocks of that many rows, so that what gemm_bt computes is exactly the band.
+  static Band band_of(const Problem<T>& p, std::int64_t i0, std::int64_t nr, std::int64_t j0, std::int64_t nc,
+                      std::int64_t align) {
+    Band band;
+    for (std::int64_t v = 0; v < Br / W; ++v) {
+      std::int64_t lo = nc, hi = nc;  // padded lanes need no key
+      if (v * W < nr) {
+        key_range(p, i0 + v * W, std::min(W, nr - v * W), lo, hi);
+        lo = std::clamp<std::int64_t>(lo - j0, 0, nc);
+        hi = std::max(lo, std::clamp<std::int64_t>(hi - j0, 0, nc));
+        if (lo < hi) {
+          lo = lo / align * align;
+          hi = std::min(nc, (hi + align - 1) / align * align);
+        }
+      }
+      band.lo[v] = lo;
+      band.hi[v] = hi;
+    }
+    return band;
   }
 
   // ---- kernels ----
@@ -316,17 +371,8 @@ struct Kernel {
   static void forward_tile(const Problem<T>& p, std::int64_t bh, QueryBlock& b, std::int64_t j0, std::int64_t nc,
                            const T* krows, const T* vrows, T* s, T* alpha) {
     const std::int64_t dp = padded(p.d), dvp = padded(p.dv);
-    Band band;
-    for (std::int64_t v = 0; v < Br / W; ++v) {
-      std::int64_t lo = nc, hi = nc;  // padded lanes need no key
-      if (v * W < b.nr) {
-        key_range(p, b.i0 + v * W, std::min(W, b.nr - v * W), lo, hi);
-        lo = std::clamp<std::int64_t>(lo - j0, 0, nc);
-        hi = std::max(lo, std::clamp<std::int64_t>(hi - j0, 0, nc));
-      }
-      band.lo[v] = lo;
-      band.hi[v] = hi;
-    }
+    // The softmax reads only each vector's keys, so the band needs no widening to gemm_bt's row blocks.
+    const Band band = band_of(p, b.i0, b.nr, j0, nc, 1);
     gemm_bt(krows, dp, nc, b.qt, dp, s, &band);
     if (tile_is_partial(p, b.i0, b.nr, j0, nc)) apply_mask(p, bh, b.i0, b.nr, j0, nc, s, &band);
     // Online softmax, W queries per pass along the lanes, over the keys their vector needs.
@@ -356,14 +402,7 @@ struct Kernel {
         if (alpha[r] != T(1))
           for (std::int64_t c = 0; c < dvp; ++c) b.o[r * dvp + c] *= alpha[r];
     b.started = true;
-    // O += P V, one product per run of vectors with the same keys.
-    for (std::int64_t v = 0; v * W < b.nr;) {
-      std::int64_t e = v + 1;
-      while (e * W < b.nr && band.lo[e] == band.lo[v] && band.hi[e] == band.hi[v]) ++e;
-      const std::int64_t x0 = v * W, x1 = std::min(e * W, b.nr), lo = band.lo[v], hi = band.hi[v];
-      if (lo < hi) gemm_acc(x1 - x0, hi - lo, s + lo * Br + x0, 1, Br, vrows + lo * dvp, dvp, dvp, b.o + x0 * dvp, dvp);
-      v = e;
-    }
+    gemm_acc_lanes(band, b.nr, s, vrows, dvp, dvp, b.o, dvp);  // O += P V
   }
 
   /// Output rows of query blocks [g*group, (g+1)*group) of head bh. The blocks of a group walk the keys
@@ -478,18 +517,20 @@ struct Kernel {
       }
       for (std::int64_t b = ilo / Br; ilo < ihi && b <= (ihi - 1) / Br; ++b) {
         const std::int64_t i0 = b * Br, nr = std::min(Br, nq - i0);
-        gemm_bt(krows + j0 * dp, dp, nc, qt + b * dp * Br, dp, s);
-        if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s);
-        exp_minus(s, nc, lse + i0);                                                // P^T
-        gemm_acc(nc, nr, s, Br, 1, dorows + i0 * dvp, dvp, dvp, dvacc, dvp);       // dV += P^T dO
-        gemm_bt(vrows + j0 * dvp, dvp, nc, dot + b * dvp * Br, dvp, ds);            // dP^T = V dO^T
-        for (std::int64_t r = 0; r < Br; r += W) {                                 // dS^T = P^T (dP^T - D)
+        // Every product below touches only the band: the entries gemm_bt computes and the next ones read.
+        const Band band = band_of(p, i0, nr, j0, nc, S::rows);
+        gemm_bt(krows + j0 * dp, dp, nc, qt + b * dp * Br, dp, s, &band);
+        if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s, &band);
+        exp_minus(s, nc, lse + i0, &band);                                                 // P^T
+        gemm_acc(nc, nr, s, Br, 1, dorows + i0 * dvp, dvp, dvp, dvacc, dvp, &band);        // dV += P^T dO
+        gemm_bt(vrows + j0 * dvp, dvp, nc, dot + b * dvp * Br, dvp, ds, &band);             // dP^T = V dO^T
+        for (std::int64_t v = 0, r = 0; r < Br; ++v, r += W) {                              // dS^T = P^T (dP^T - D)
           const V dr = S::load(dsum + i0 + r);
-          for (std::int64_t c = 0; c < nc; ++c)
+          for (std::int64_t c = band.lo[v]; c < band.hi[v]; ++c)
             S::store(ds + c * Br + r, S::load(s + c * Br + r) * (S::load(ds + c * Br + r) - dr));
         }
-        gemm_acc(nc, nr, ds, Br, 1, qrows + i0 * dp, dp, dp, dkacc, dp);            // dK += dS^T Q
-        gemm_acc(nr, nc, ds, 1, Br, krows + j0 * dp, dp, dp, dqacc + i0 * dp, dp);  // dQ += dS K
+        gemm_acc(nc, nr, ds, Br, 1, qrows + i0 * dp, dp, dp, dkacc, dp, &band);             // dK += dS^T Q
+        gemm_acc_lanes(band, nr, ds, krows + j0 * dp, dp, dp, dqacc + i0 * dp, dp);        // dQ += dS K
       }
       for (std::int64_t c = 0; c < nc; ++c) {
         for (std::int64_t x = 0; x < d; ++x) dk[(j0 + c) * d + x] = p.scale * dkacc[c * dp + x];

@@ -103,6 +103,11 @@ TEST_CASE("flash_attention matches math on sizes no tile divides", "[flash_atten
     check_flash_matches_math(1, 2, 150, 150, 16, 16, {.sliding_window = 9});
     check_flash_matches_math(1, 2, 150, 130, 16, 16, {.causal = true, .sliding_window = 70});
   }
+  SECTION("band edges at every offset: the kernels compute only the band, in blocks of rows and vectors") {
+    for (const std::int64_t w : {1, 3, 5, 37, 64, 66})
+      for (const bool causal : {false, true})
+        check_flash_matches_math(1, 1, 131, 157, 16, 16, {.causal = causal, .sliding_window = w});
+  }
   SECTION("head dims not a multiple of the vector width, d != dv") {
     check_flash_matches_math(1, 2, 37, 53, 24, 40, {.causal = true});
     check_flash_matches_math(1, 1, 19, 21, 3, 5, {});
