@@ -204,21 +204,25 @@ struct Kernel {
   static void gemm_acc(std::int64_t nx, std::int64_t nz, const T* a, std::int64_t ax, std::int64_t az, const T* b,
                        std::int64_t ldb, std::int64_t ny, T* c, std::int64_t ldc, const Band* band = nullptr) {
     constexpr int MR = S::rows, RN = S::vectors;
+    // The lanes z0.. z1 that rows x.. x + m sum over: all, or the band's vectors that need those rows.
+    auto lanes = [&](std::int64_t x, std::int64_t m, std::int64_t& z0, std::int64_t& z1) {
+      z0 = 0;
+      z1 = nz;
+      if (band == nullptr) return true;
+      int v0, v1;
+      band->vectors(x, m, v0, v1);
+      z0 = v0 * W;
+      z1 = std::min(v1 * W, nz);
+      return z0 < z1;
+    };
     auto columns = [&]<int N>(std::int64_t y) {
-      auto rows = [&]<int M>(std::int64_t x) {
-        std::int64_t z0 = 0, z1 = nz;
-        if (band != nullptr) {
-          int v0, v1;
-          band->vectors(x, M, v0, v1);
-          z0 = v0 * W;
-          z1 = std::min(v1 * W, nz);
-          if (z1 <= z0) return;
-        }
-        tile_acc<M, N>(a + x * ax + z0 * az, ax, az, z1 - z0, b + z0 * ldb + y, ldb, c + x * ldc + y, ldc);
-      };
-      std::int64_t x = 0;
-      for (; x + MR <= nx; x += MR) rows.template operator()<MR>(x);
-      for (; x < nx; ++x) rows.template operator()<1>(x);
+      std::int64_t x = 0, z0, z1;
+      for (; x + MR <= nx; x += MR)
+        if (lanes(x, MR, z0, z1))
+          tile_acc<MR, N>(a + x * ax + z0 * az, ax, az, z1 - z0, b + z0 * ldb + y, ldb, c + x * ldc + y, ldc);
+      for (; x < nx; ++x)
+        if (lanes(x, 1, z0, z1))
+          tile_acc<1, N>(a + x * ax + z0 * az, ax, az, z1 - z0, b + z0 * ldb + y, ldb, c + x * ldc + y, ldc);
     };
     std::int64_t y = 0;
     for (; y + RN * W <= ny; y += RN * W) columns.template operator()<RN>(y);
