@@ -63,7 +63,7 @@ struct Vec {
     }
   }
   /// 2^x for the scores, which are kept in base 2 (Q is packed times log2(e)): x = n + f with n an integer and
-  /// |f| <= 1/2, 2^f by its Taylor series, times 2^n. Half the instructions of xsimd::exp, which pays for a
+  /// |f| <= 1/2, 2^f by its Taylor series, times 2^n. About half the instructions of xsimd::exp, which pays for a
   /// Cody-Waite reduction by ln 2 and for its over- and underflow selects. Below the smallest normal power of
   /// two the result is exactly 0 (a masked score is -inf, and denormals would slow every later product);
   /// NaN passes through (it compares false).
