@@ -16,6 +16,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <limits>
 #include <numbers>
 #include <type_traits>
@@ -157,17 +158,23 @@ struct Kernel {
       while (v0 < v1 && hi[v0] <= row) ++v0;
       while (v1 > v0 && lo[v1 - 1] >= row + m) --v1;
     }
+    /// Every vector needs all nc keys: a tile with no structure to skip.
+    static Band all(std::int64_t nc) {
+      Band band;
+      std::fill(std::begin(band.lo), std::end(band.lo), 0);
+      std::fill(std::begin(band.hi), std::end(band.hi), nc);
+      return band;
+    }
   };
 
-  /// c[row][r] = sum_k a[row][k] * bt[k][r] for rows < nrows, over all Br columns r, or with a band only over
-  /// the vectors that need the row: the band's edge tiles skip their out-of-band half.
+  /// c[row][r] = sum_k a[row][k] * bt[k][r] for rows < nrows, over the vectors of columns r that the band
+  /// says need the row: the band's edge tiles skip their out-of-band half.
   static void gemm_bt(const T* a, std::int64_t lda, std::int64_t nrows, const T* bt, std::int64_t depth, T* c,
-                      const Band* band = nullptr) {
+                      const Band& band) {
     constexpr int MR = S::rows, RN = S::vectors;
-    constexpr int NV = int(Br / W);
     auto block = [&]<int M>(std::int64_t row) {
-      int v0 = 0, v1 = NV;
-      if (band != nullptr) band->vectors(row, M, v0, v1);
+      int v0, v1;
+      band.vectors(row, M, v0, v1);
       int v = v0;
       for (; v + RN <= v1; v += RN) tile_bt<M, RN>(a + row * lda, lda, bt + v * W, depth, c + row * Br + v * W);
       // Two vectors still keep 2 * MR independent FMA chains in flight; one is latency-bound.
@@ -296,19 +303,14 @@ struct Kernel {
            (p.window > 0 && (j0 + nc - 1 - i0 >= p.window || i0 + nr - 1 - j0 >= p.window));
   }
 
-  /// Sets the disallowed entries of the tile S^T (keys j0.., queries i0..) to -inf; with a band, only those
-  /// inside it (the rest is neither computed nor read).
+  /// Sets the disallowed entries of the tile S^T (keys j0.., queries i0..) to -inf, only inside the band (the
+  /// rest is neither computed nor read).
   static void apply_mask(const Problem<T>& p, std::int64_t bh, std::int64_t i0, std::int64_t nr, std::int64_t j0,
-                         std::int64_t nc, T* s, const Band* band = nullptr) {
-    auto computed = [&](std::int64_t r, std::int64_t& c0, std::int64_t& c1) {
-      c0 = band == nullptr ? 0 : band->lo[r / W];
-      c1 = band == nullptr ? nc : band->hi[r / W];
-    };
+                         std::int64_t nc, T* s, const Band& band) {
     // Causal and window allow one interval of keys per query: only the entries outside it are touched.
     for (std::int64_t r = 0; r < nr; ++r) {
-      const std::int64_t i = i0 + r;
-      std::int64_t c0, c1, lo = 0, hi = nc;  // allowed: c in [lo, hi)
-      computed(r, c0, c1);
+      const std::int64_t i = i0 + r, c0 = band.lo[r / W], c1 = band.hi[r / W];
+      std::int64_t lo = 0, hi = nc;  // allowed: c in [lo, hi)
       if (p.causal) hi = std::min(hi, i - j0 + 1);
       if (p.window > 0) {
         lo = std::max(lo, i - p.window + 1 - j0);
@@ -321,21 +323,17 @@ struct Kernel {
     }
     if (p.mask == nullptr) return;
     const std::uint8_t* mask = p.mask + (bh / p.heads) * p.mask_b + (bh % p.heads) * p.mask_h;
-    for (std::int64_t r = 0; r < nr; ++r) {
-      std::int64_t c0, c1;
-      computed(r, c0, c1);
-      for (std::int64_t c = c0; c < c1; ++c)
+    for (std::int64_t r = 0; r < nr; ++r)
+      for (std::int64_t c = band.lo[r / W]; c < band.hi[r / W]; ++c)
         if (mask[(i0 + r) * p.mask_i + (j0 + c) * p.mask_j] == 0) s[c * Br + r] = kNegInf;
-    }
   }
 
-  /// S^T <- 2^(S^T - lse[r]): the exact probabilities from the saved logsumexp (+inf rows give 0); with a
-  /// band, only inside it.
-  static void exp_minus(T* s, std::int64_t nc, const T* lse, const Band* band = nullptr) {
+  /// S^T <- 2^(S^T - lse[r]) inside the band: the exact probabilities from the saved logsumexp (+inf rows
+  /// give 0).
+  static void exp_minus(T* s, const T* lse, const Band& band) {
     for (std::int64_t v = 0, r = 0; r < Br; ++v, r += W) {
       const V l = S::load(lse + r);
-      const std::int64_t c0 = band == nullptr ? 0 : band->lo[v], c1 = band == nullptr ? nc : band->hi[v];
-      for (std::int64_t c = c0; c < c1; ++c) S::store(s + c * Br + r, S::exp2(S::load(s + c * Br + r) - l));
+      for (std::int64_t c = band.lo[v]; c < band.hi[v]; ++c) S::store(s + c * Br + r, S::exp2(S::load(s + c * Br + r) - l));
     }
   }
 
@@ -377,8 +375,8 @@ struct Kernel {
     const std::int64_t dp = padded(p.d), dvp = padded(p.dv);
     // The softmax reads only each vector's keys, so the band needs no widening to gemm_bt's row blocks.
     const Band band = band_of(p, b.i0, b.nr, j0, nc, 1);
-    gemm_bt(krows, dp, nc, b.qt, dp, s, &band);
-    if (tile_is_partial(p, b.i0, b.nr, j0, nc)) apply_mask(p, bh, b.i0, b.nr, j0, nc, s, &band);
+    gemm_bt(krows, dp, nc, b.qt, dp, s, band);
+    if (tile_is_partial(p, b.i0, b.nr, j0, nc)) apply_mask(p, bh, b.i0, b.nr, j0, nc, s, band);
     // Online softmax, W queries per pass along the lanes, over the keys their vector needs.
     for (std::int64_t v = 0, r = 0; r < Br; ++v, r += W) {
       const std::int64_t lo = band.lo[v], hi = band.hi[v];
@@ -523,11 +521,11 @@ struct Kernel {
         const std::int64_t i0 = b * Br, nr = std::min(Br, nq - i0);
         // Every product below touches only the band: the entries gemm_bt computes and the next ones read.
         const Band band = band_of(p, i0, nr, j0, nc, S::rows);
-        gemm_bt(krows + j0 * dp, dp, nc, qt + b * dp * Br, dp, s, &band);
-        if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s, &band);
-        exp_minus(s, nc, lse + i0, &band);                                                 // P^T
+        gemm_bt(krows + j0 * dp, dp, nc, qt + b * dp * Br, dp, s, band);
+        if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s, band);
+        exp_minus(s, lse + i0, band);                                                      // P^T
         gemm_acc(nc, nr, s, Br, 1, dorows + i0 * dvp, dvp, dvp, dvacc, dvp, &band);        // dV += P^T dO
-        gemm_bt(vrows + j0 * dvp, dvp, nc, dot + b * dvp * Br, dvp, ds, &band);             // dP^T = V dO^T
+        gemm_bt(vrows + j0 * dvp, dvp, nc, dot + b * dvp * Br, dvp, ds, band);             // dP^T = V dO^T
         for (std::int64_t v = 0, r = 0; r < Br; ++v, r += W) {                              // dS^T = P^T (dP^T - D)
           const V dr = S::load(dsum + i0 + r);
           for (std::int64_t c = band.lo[v]; c < band.hi[v]; ++c)
@@ -562,9 +560,11 @@ struct Kernel {
     T* out = p.p + (bh * p.nq + i0) * p.nk;
     for (std::int64_t j0 = jlo; j0 < jhi; j0 += Bc) {
       const std::int64_t nc = std::min(Bc, jhi - j0);
-      gemm_bt(krows + (j0 - jlo) * dp, dp, nc, qt, dp, s);
-      if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s);
-      exp_minus(s, nc, lse);
+      // Every entry is copied out, so the whole tile is computed (the mask makes the out-of-band ones 0).
+      const Band band = Band::all(nc);
+      gemm_bt(krows + (j0 - jlo) * dp, dp, nc, qt, dp, s, band);
+      if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s, band);
+      exp_minus(s, lse, band);
       for (std::int64_t r = 0; r < nr; ++r)
         for (std::int64_t c = 0; c < nc; ++c) out[r * p.nk + j0 + c] = s[c * Br + r];
     }
