@@ -42,13 +42,21 @@ int thread_count(std::int64_t items, double flops) {
 }
 
 /// Per-worker scratch, left uninitialised (the kernels write before they read; untouched pages cost no memory).
+/// Each buffer starts on a cache line: every tile row is whole vectors, so a vector load then touches one
+/// line, not two (malloc's blocks are only 16-byte aligned).
 template <class T>
 struct Scratch {
+  static constexpr std::size_t kLine = 64;
   std::vector<std::unique_ptr<T[]>> buffers;
+  std::vector<T*> aligned;
   Scratch(std::int64_t workers, std::int64_t size) {
-    for (std::int64_t w = 0; w < workers; ++w) buffers.emplace_back(new T[std::size_t(size)]);
+    for (std::int64_t w = 0; w < workers; ++w) {
+      void* start = buffers.emplace_back(new T[std::size_t(size) + kLine / sizeof(T)]).get();
+      std::size_t space = (std::size_t(size) + kLine / sizeof(T)) * sizeof(T);
+      aligned.push_back(static_cast<T*>(std::align(kLine, std::size_t(size) * sizeof(T), start, space)));
+    }
   }
-  T* operator[](std::int64_t w) const { return buffers[std::size_t(w)].get(); }
+  T* operator[](std::int64_t w) const { return aligned[std::size_t(w)]; }
 };
 
 /// What forward and backward share: contiguous inputs, the mask as bytes with broadcast strides.
