@@ -6,6 +6,8 @@
 //
 //   bench_attention                      # the whole table (each row in a fresh process, for its peak RSS)
 //   bench_attention N IMPL ISA MASK      # one row: IMPL flash|math, ISA avx512|avx2|scalar, MASK full|causal|window
+//   bench_attention info                 # the widest ISA here and the OpenBLAS core loom picked
+//   benchmarks/attention/goals.sh        # the goals below, in rounds interleaved with the PyTorch peer
 //
 // Goals: fwd+bwd at N = 4096 >= 150 GFLOP/s and faster than PyTorch (peer_torch.py); peak memory at N = 16384
 // within 3x the size of q, k, v, o and their gradients; causal with window 256 at N = 16384 >= 20x faster than
@@ -86,6 +88,10 @@ int main(int argc, char** argv) {
   // Two threads for the flash workers (two cores) and for OpenBLAS in the math path.
   set_blas_threads(2);
   if (argc == 5) return run_one(std::atoll(argv[1]), argv[2], argv[3], argv[4]);
+  if (argc == 2 && std::string(argv[1]) == "info") {
+    fmt::print("{} {}\n", simd::available_isas().front(), blas_info().core);
+    return 0;
+  }
 
   const double tensors_mib = 8.0 * kHeads * kDim * 16384 * 4 / (1 << 20);
   fmt::print("attention, batch 1, {} heads, head_dim {}, float32, 2 threads; OpenBLAS core {}\n", kHeads, kDim,
