@@ -135,6 +135,13 @@ struct Kernel {
     V acc[MR][RN];
     for (int i = 0; i < MR; ++i)
       for (int j = 0; j < RN; ++j) acc[i][j] = S::set(T(0));
+    // The product over no depth is the zeros. Exiting early also keeps the accumulators in registers: with a
+    // path that skips the loop, GCC merges both paths' accumulators through the stack (32 extra moves a call).
+    if (depth <= 0) {
+      for (int i = 0; i < MR; ++i)
+        for (int j = 0; j < RN; ++j) S::store(c + i * Br + j * W, acc[i][j]);
+      return;
+    }
     for (std::int64_t k = 0; k < depth; ++k) {
       V b[RN];
       for (int j = 0; j < RN; ++j) b[j] = S::load(bt + k * Br + j * W);
@@ -190,6 +197,7 @@ struct Kernel {
   template <int MR, int RN>
   static void tile_acc(const T* a, std::int64_t ax, std::int64_t az, std::int64_t nz, const T* b, std::int64_t ldb,
                        T* c, std::int64_t ldc) {
+    if (nz <= 0) return;  // nothing to add; and the accumulators stay in registers (see tile_bt)
     V acc[MR][RN];
     for (int i = 0; i < MR; ++i)
       for (int j = 0; j < RN; ++j) acc[i][j] = S::load(c + i * ldc + j * W);
