@@ -7,6 +7,8 @@
 #include <climits>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <type_traits>
 
 #include <cblas.h>
@@ -78,25 +80,57 @@ void resolve(const Library& lib, Fn& fn, const char* name) {
   check(fn != nullptr, "blas: OpenBLAS library '{}' has no symbol '{}' (is it OpenBLAS?)", lib.path, name);
 }
 
+/// The threads OpenBLAS would take by default, as it counts them: OPENBLAS_NUM_THREADS, else GOTO_NUM_THREADS,
+/// else OMP_NUM_THREADS (the first positive one), else every core; at most loom's pool.
+int default_gemm_threads() {
+  for (const char* name : {"OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"})
+    if (const char* value = std::getenv(name); value != nullptr && std::atoi(value) > 0)
+      return std::min(std::atoi(value), parallel::thread_count());
+  return parallel::thread_count();
+}
+
+/// Sets an environment variable for the duration of the dlopen, then gives the user's value back (child
+/// processes make their own choice).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) previous_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (previous_) setenv(name_, previous_->c_str(), 1);
+    else unsetenv(name_);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  std::optional<std::string> previous_;
+};
+
 Library load() {
   Library lib;
-  // OpenBLAS reads OPENBLAS_CORETYPE once, in its constructor, which dlopen runs. If the process already has
-  // the library loaded (linked by someone else), it is initialised and setting the variable would change
-  // nothing, so loom then only reports what runs.
+  // OpenBLAS reads its environment once, in its constructor, which dlopen runs. If the process already has
+  // the library loaded (linked by someone else), it is initialised and the variables would change nothing,
+  // so loom then only reports what runs.
   const bool preloaded = dlopen(LOOM_OPENBLAS_PATH, RTLD_NOW | RTLD_NOLOAD) != nullptr;
   const char* core = core_for_this_cpu();
+  std::optional<ScopedEnv> core_type;
   if (!preloaded && core != nullptr && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
-    setenv("OPENBLAS_CORETYPE", core, 1);
+    core_type.emplace("OPENBLAS_CORETYPE", core);
     lib.core_set = core;
   }
-  try {
-    lib.handle = open_library(lib.path);
-  } catch (...) {
-    if (!lib.core_set.empty()) unsetenv("OPENBLAS_CORETYPE");
-    throw;
-  }
-  // Leave the environment as the user had it: child processes make their own choice.
-  if (!lib.core_set.empty()) unsetenv("OPENBLAS_CORETYPE");
+  // loom splits each gemm over its own pool, so that one set of threads serves every kernel, and runs
+  // OpenBLAS on one thread. Loaded with its default count, OpenBLAS would start a thread per core that spins
+  // for about 0.1 s before it sleeps, taking a core from loom's kernels (a flash attention forward at
+  // N = 512 ran 2.5x slower in that time). OpenBLAS's default count (all cores, or OPENBLAS_NUM_THREADS /
+  // OMP_NUM_THREADS when the user set one) becomes loom's split instead.
+  std::optional<ScopedEnv> one_thread;
+  if (!preloaded) one_thread.emplace("OPENBLAS_NUM_THREADS", "1");
+  lib.handle = open_library(lib.path);
+  core_type.reset();
+  one_thread.reset();
 
   resolve(lib, lib.sgemm, "cblas_sgemm");
   resolve(lib, lib.dgemm, "cblas_dgemm");
@@ -104,11 +138,8 @@ Library load() {
   resolve(lib, lib.get_config, "openblas_get_config");
   resolve(lib, lib.get_num_threads, "openblas_get_num_threads");
   resolve(lib, lib.set_num_threads, "openblas_set_num_threads");
-  // loom splits each gemm over its own pool, so that one set of threads serves every kernel: OpenBLAS's
-  // pool would spin between calls on the cores loom's elementwise kernels need. OpenBLAS's default count
-  // (all cores, or OPENBLAS_NUM_THREADS / OMP_NUM_THREADS when the user set one) becomes loom's split.
-  gemm_threads = std::clamp(lib.get_num_threads(), 1, parallel::thread_count());
-  lib.set_num_threads(1);
+  gemm_threads = preloaded ? std::clamp(lib.get_num_threads(), 1, parallel::thread_count()) : default_gemm_threads();
+  lib.set_num_threads(1);  // a preloaded OpenBLAS too: its pool would spin between calls on loom's cores
   return lib;
 }
 

@@ -9,12 +9,13 @@
 //
 // Threads: OpenBLAS runs single-threaded; loom cuts each large gemm into one block of C per thread and runs
 // the blocks on its own pool (framework/parallel.hpp), the pool every other kernel uses, so no second set of
-// threads spins on the cores between calls. The split uses all cores by default (or OPENBLAS_NUM_THREADS /
+// threads spins on the cores between calls; OpenBLAS is loaded with OPENBLAS_NUM_THREADS=1, so it starts no
+// threads at all. The split uses all cores by default (or OPENBLAS_NUM_THREADS / GOTO_NUM_THREADS /
 // OMP_NUM_THREADS when the user set one); a gemm called while the pool is busy (from another thread, or from
 // a kernel running on the pool) runs its blocks on the calling thread.
 //
-// Loading sets OPENBLAS_CORETYPE for a moment: call blas_info() early in main, before starting threads that
-// read the environment, if that matters to a program (loom's own threads never read it).
+// Loading sets OPENBLAS_CORETYPE and OPENBLAS_NUM_THREADS for a moment: call blas_info() early in main, before
+// starting threads that read the environment, if that matters to a program (loom's own threads never read it).
 #include <cstdint>
 #include <string>
 

@@ -11,6 +11,7 @@
 #include "framework/blas.hpp"
 #include "framework/cpu_features.hpp"
 #include "framework/error.hpp"
+#include "framework/parallel.hpp"
 
 using namespace loom;
 
@@ -84,6 +85,16 @@ TEST_CASE("a user's OPENBLAS_CORETYPE is respected", "[blas]") {
   CHECK_THAT(output, Catch::Contains("All tests passed"));
 }
 
+TEST_CASE("OpenBLAS starts no threads of its own, and its default count becomes loom's split", "[blas]") {
+  std::string output;
+  CHECK(run_child("-u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS -u OMP_NUM_THREADS", "[blas_child_threads]",
+                  output) == 0);
+  CHECK(run_child("-u OPENBLAS_NUM_THREADS -u GOTO_NUM_THREADS OMP_NUM_THREADS=1", "[blas_child_user_threads]",
+                  output) == 0);
+  INFO(output);
+  CHECK(output.find("All tests passed") != output.rfind("All tests passed"));  // both children
+}
+
 TEST_CASE("a missing OpenBLAS library is a clear error", "[blas]") {
   std::string output;
   CHECK(run_child("LOOM_OPENBLAS=/nonexistent/libopenblas.so.0", "[blas_child_missing]", output) == 0);
@@ -110,6 +121,34 @@ TEST_CASE("child: user core", "[.][blas_child_user_core]") {
   CHECK(info.core == "Haswell");
   CHECK(!info.core_chosen_by_loom);
   CHECK(std::string(std::getenv("OPENBLAS_CORETYPE")) == "Haswell");
+}
+
+/// The threads of this process, from /proc/self/status.
+int process_threads() {
+  std::FILE* status = std::fopen("/proc/self/status", "r");
+  REQUIRE(status != nullptr);
+  char line[256];
+  int threads = -1;
+  while (std::fgets(line, sizeof line, status) != nullptr)
+    if (std::sscanf(line, "Threads: %d", &threads) == 1) break;
+  std::fclose(status);
+  return threads;
+}
+
+TEST_CASE("child: OpenBLAS's threads", "[.][blas_child_threads]") {
+  const int before = (parallel::thread_count(), process_threads());  // loom's pool exists first
+  const BlasInfo info = blas_info();
+  // Loaded with its default count, OpenBLAS would start a thread per core, spinning before they sleep.
+  CHECK(process_threads() == before);
+  CHECK(info.threads == parallel::thread_count());
+  CHECK(std::getenv("OPENBLAS_NUM_THREADS") == nullptr);  // loom's setting for the load is gone again
+}
+
+TEST_CASE("child: the user's thread count", "[.][blas_child_user_threads]") {
+  const BlasInfo info = blas_info();
+  CHECK(info.threads == 1);
+  CHECK(std::getenv("OPENBLAS_NUM_THREADS") == nullptr);
+  CHECK(std::string(std::getenv("OMP_NUM_THREADS")) == "1");
 }
 
 TEST_CASE("child: missing library", "[.][blas_child_missing]") {
