@@ -22,7 +22,8 @@ read -r isa core < <("$bench" info)
 rows=$(mktemp)
 trap 'rm -f "$rows"' EXIT
 
-# Each measured row is appended to $rows as "round label fwd_ms fwd_gflops fwdbwd_ms fwdbwd_gflops rss_mib".
+# Each measured row is appended to $rows as "round label fwd_ms fwd_gflops fwdbwd_ms fwdbwd_gflops rss_mib";
+# each round prints the fwd+bwd GFLOP/s of its rows (the window's in the causal count) and the window's speed-up.
 record() {  # record ROUND LABEL COMMAND...: the row the command prints, under LABEL
   local round=$1 label=$2
   shift 2
@@ -42,7 +43,8 @@ print(torch.__version__.split("+")[0] + ("-sdpa" if hasattr(F, "scaled_dot_produ
   done
   record "$round" causal "$bench" 16384 flash "$isa" causal
   record "$round" window "$bench" 16384 flash "$isa" window
-  awk -v r="$round" '$1 == r { printf "%s%s %.1f", (n++ ? " | " : "round " r ": "), $2, $6 } END { print "" }' "$rows"
+  awk -v r="$round" '$1 == r { printf "%s%s %.1f", (n++ ? " | " : "round " r ": "), $2, $6; t[$2] = $3; b[$2] = $5 }
+    END { printf " | window speed-up fwd %.1fx fwd+bwd %.1fx\n", t["causal"] / t["window"], b["causal"] / b["window"] }' "$rows"
 done
 
 # Medians over the rounds, and each round's ratios: loom over each peer (fwd+bwd GFLOP/s), causal over window
