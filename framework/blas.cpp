@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
-#include <string>
 #include <type_traits>
 
 #include <cblas.h>
@@ -16,6 +15,7 @@
 #include "framework/cpu_features.hpp"
 #include "framework/error.hpp"
 #include "framework/parallel.hpp"
+#include "framework/scoped_environment.hpp"
 
 #ifndef LOOM_OPENBLAS_PATH
 #define LOOM_OPENBLAS_PATH "libopenblas.so.0"
@@ -89,26 +89,6 @@ int default_gemm_threads() {
   return parallel::thread_count();
 }
 
-/// Sets an environment variable for the duration of the dlopen, then gives the user's value back (child
-/// processes make their own choice).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) previous_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (previous_) setenv(name_, previous_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> previous_;
-};
-
 Library load() {
   Library lib;
   // OpenBLAS reads its environment once, in its constructor, which dlopen runs. If the process already has
@@ -116,7 +96,7 @@ Library load() {
   // so loom then only reports what runs.
   const bool preloaded = dlopen(LOOM_OPENBLAS_PATH, RTLD_NOW | RTLD_NOLOAD) != nullptr;
   const char* core = core_for_this_cpu();
-  std::optional<ScopedEnv> core_type;
+  std::optional<ScopedEnvironment> core_type;
   if (!preloaded && core != nullptr && std::getenv("OPENBLAS_CORETYPE") == nullptr) {
     core_type.emplace("OPENBLAS_CORETYPE", core);
     lib.core_set = core;
@@ -126,7 +106,7 @@ Library load() {
   // for about 0.1 s before it sleeps, taking a core from loom's kernels (a flash attention forward at
   // N = 512 ran 2.5x slower in that time). OpenBLAS's default count (all cores, or OPENBLAS_NUM_THREADS /
   // OMP_NUM_THREADS when the user set one) becomes loom's split instead.
-  std::optional<ScopedEnv> one_thread;
+  std::optional<ScopedEnvironment> one_thread;
   if (!preloaded) one_thread.emplace("OPENBLAS_NUM_THREADS", "1");
   lib.handle = open_library(lib.path);
   core_type.reset();

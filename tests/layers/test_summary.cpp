@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "framework/error.hpp"
+#include "framework/scoped_environment.hpp"
 #include "layers/summary.hpp"
 #include "tests/layers/text_fixtures.hpp"
 
@@ -68,26 +69,6 @@ SummaryFixtures read_fixtures() {
   return f;
 }
 
-/// Sets an environment variable for the life of the guard, restoring the previous value after.
-class EnvironmentGuard {
- public:
-  EnvironmentGuard(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~EnvironmentGuard() {
-    if (old_) setenv(name_, old_->c_str(), 1);
-    else unsetenv(name_);
-  }
-  EnvironmentGuard(const EnvironmentGuard&) = delete;
-  EnvironmentGuard& operator=(const EnvironmentGuard&) = delete;
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
-
 }  // namespace
 
 TEST_CASE("render_summary reproduces Keras summary text for the same rows", "[summary]") {
@@ -117,19 +98,19 @@ TEST_CASE("format_output_shape shows free dimensions as None", "[summary]") {
 
 TEST_CASE("default_summary_line_length follows COLUMNS like Keras", "[summary]") {
   {
-    EnvironmentGuard columns("COLUMNS", "120");
+    ScopedEnvironment columns("COLUMNS", "120");
     CHECK(default_summary_line_length() == 88);
   }
   {
-    EnvironmentGuard columns("COLUMNS", "60");
+    ScopedEnvironment columns("COLUMNS", "60");
     CHECK(default_summary_line_length() == 56);
   }
   {
-    EnvironmentGuard columns("COLUMNS", " 70 ");  // Python's int() allows surrounding spaces
+    ScopedEnvironment columns("COLUMNS", " 70 ");  // Python's int() allows surrounding spaces
     CHECK(default_summary_line_length() == 66);
   }
   {
-    EnvironmentGuard columns("COLUMNS", "wide");  // ignored: the terminal's width, else 80
+    ScopedEnvironment columns("COLUMNS", "wide");  // ignored: the terminal's width, else 80
     const int length = default_summary_line_length();
     CHECK(length <= 88);
     if (!isatty(1)) CHECK(length == 76);
