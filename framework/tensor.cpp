@@ -5,6 +5,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
+#include <mutex>
+#include <vector>
 
 #include <malloc.h>
 #include <sys/mman.h>
@@ -54,6 +57,63 @@ bool tune_malloc_once() {
   return true;
 }
 
+bool malloc_tuned() {
+  static const bool tuned = tune_malloc_once();
+  return tuned;
+}
+
+/// Blocks of 32 MiB and more are beyond what glibc serves from the heap: it maps each one fresh and unmaps it
+/// when freed, so the same tensor in the next step (or the output of the next attention call) comes back as
+/// new pages, a fault and a cleared page each (measured: about 7% of a windowed attention forward at
+/// N = 16384). As the heap does below that size, loom keeps freed ones for the next allocation of the same
+/// size, up to 512 MiB in all, unless the user tuned malloc themselves.
+class LargeBlocks {
+ public:
+  static constexpr std::size_t kMinBytes = std::size_t(32) << 20;
+  static constexpr std::size_t kMaxKept = std::size_t(512) << 20;
+
+  /// A kept block of exactly `bytes` (the most recently kept, whose pages are likeliest in cache), or null.
+  std::byte* take(std::size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it)
+      if (it->bytes == bytes) {
+        std::byte* data = it->data;
+        total_ -= bytes;
+        kept_.erase(std::next(it).base());
+        return data;
+      }
+    return nullptr;
+  }
+  /// Keeps a freed block when there is room; false when the caller must free it.
+  bool keep(std::byte* data, std::size_t bytes) {
+    const std::lock_guard lock(mutex_);
+    if (total_ + bytes > kMaxKept) return false;
+    kept_.push_back({data, bytes});
+    total_ += bytes;
+    return true;
+  }
+
+ private:
+  struct Block {
+    std::byte* data;
+    std::size_t bytes;
+  };
+  std::mutex mutex_;
+  std::vector<Block> kept_;
+  std::size_t total_ = 0;
+};
+
+/// Never destroyed: tensors held by other static objects may be freed after static destruction began.
+LargeBlocks& large_blocks() {
+  static auto* blocks = new LargeBlocks;
+  return *blocks;
+}
+
+bool is_large(std::size_t rounded) { return rounded >= LargeBlocks::kMinBytes && malloc_tuned(); }
+
+/// aligned_alloc wants a multiple of the alignment.
+std::size_t rounded_bytes(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
+
 /// Large buffers come fresh from mmap, and first-touching them 4 KiB at a time costs one page fault per page
 /// (measured: about a tenth of a sliding-window attention forward at N = 16384). Asking for transparent huge
 /// pages on their 2 MiB-aligned interior makes that one fault per 2 MiB. A hint only: ignored where THP is off.
@@ -68,23 +128,27 @@ void advise_huge_pages(std::byte* data, std::size_t bytes) {
 }  // namespace
 
 Storage::Storage(std::size_t bytes, bool zero) : bytes_(bytes) {
-  [[maybe_unused]] static const bool malloc_tuned = tune_malloc_once();
+  malloc_tuned();  // the first allocation tunes malloc
   if (bytes <= kInlineBytes) {
     const auto address = reinterpret_cast<std::uintptr_t>(inline_);
     data_ = inline_ + ((kAlignment - address % kAlignment) % kAlignment);
     if (zero) std::memset(data_, 0, bytes);
     return;
   }
-  // aligned_alloc wants a multiple of the alignment.
-  const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
-  if (data_ == nullptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
-  advise_huge_pages(data_, rounded);
+  const std::size_t rounded = rounded_bytes(bytes);
+  data_ = is_large(rounded) ? large_blocks().take(rounded) : nullptr;
+  if (data_ == nullptr) {
+    data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+    if (data_ == nullptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
+    advise_huge_pages(data_, rounded);
+  }
   if (zero) std::memset(data_, 0, rounded);
 }
 
 Storage::~Storage() {
-  if (data_ < inline_ || data_ >= inline_ + sizeof(inline_)) std::free(data_);
+  if (data_ >= inline_ && data_ < inline_ + sizeof(inline_)) return;
+  const std::size_t rounded = rounded_bytes(bytes_);
+  if (!(is_large(rounded) && large_blocks().keep(data_, rounded))) std::free(data_);
 }
 
 // ---- factories ----

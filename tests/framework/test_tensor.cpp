@@ -1,7 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <vector>
 
 #include "framework/ops.hpp"
 #include "framework/random.hpp"
@@ -52,6 +57,35 @@ TEST_CASE("storage is 64-byte aligned and ids are unique", "[tensor]") {
   CHECK(c.id() == a.id());
   c.data<float>()[0] = 4.0f;
   CHECK(a.to_vector<float>()[0] == 4.0f);
+}
+
+TEST_CASE("a freed buffer of 32 MiB or more serves the next one of its size, zeroed when asked", "[tensor]") {
+  // glibc would unmap it and hand out fresh pages (a page fault each); loom keeps it unless malloc was tuned
+  // by the user.
+  for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
+    if (std::getenv(variable) != nullptr) return;
+  const Shape large{std::int64_t(8) << 20};  // 32 MiB of float
+  auto page_faults = [] {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+  };
+  const float* first = nullptr;
+  {
+    const Tensor t = Tensor::full(large, 3.0);
+    first = t.data<float>();
+  }
+  const long before = page_faults();
+  const Tensor zeros = Tensor::zeros(large);  // clears all 32 MiB
+  // Fresh pages would fault at least 16 times (2 MiB pages; 8192 with 4 KiB ones).
+  CHECK(page_faults() - before < 8);
+  CHECK(zeros.data<float>() == first);
+  const std::vector<float> values = zeros.to_vector<float>();
+  CHECK(std::all_of(values.begin(), values.end(), [](float x) { return x == 0.0f; }));
+  // Another size does not take it.
+  const Tensor other = Tensor::zeros({(std::int64_t(8) << 20) + 16});
+  CHECK(other.data<float>() != first);
+  CHECK(reinterpret_cast<std::uintptr_t>(other.data<float>()) % 64 == 0);
 }
 
 TEST_CASE("views share storage, contiguous and clone copy", "[tensor]") {
