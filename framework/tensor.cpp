@@ -7,6 +7,7 @@
 #include <cstring>
 #include <iterator>
 #include <mutex>
+#include <new>
 #include <vector>
 
 #include <malloc.h>
@@ -84,11 +85,16 @@ class LargeBlocks {
       }
     return nullptr;
   }
-  /// Keeps a freed block when there is room; false when the caller must free it.
-  bool keep(std::byte* data, std::size_t bytes) {
+  /// Keeps a freed block when there is room; false when the caller must free it. Called from a destructor,
+  /// so it never throws: with no memory for the list's entry, the block is simply not kept.
+  bool keep(std::byte* data, std::size_t bytes) noexcept {
     const std::lock_guard lock(mutex_);
     if (total_ + bytes > kMaxKept) return false;
-    kept_.push_back({data, bytes});
+    try {
+      kept_.push_back({data, bytes});
+    } catch (const std::bad_alloc&) {
+      return false;
+    }
     total_ += bytes;
     return true;
   }
