@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -46,17 +47,15 @@ int thread_count(std::int64_t items, double flops) {
 /// line, not two (malloc's blocks are only 16-byte aligned).
 template <class T>
 struct Scratch {
-  static constexpr std::size_t kLine = 64;
-  std::vector<std::unique_ptr<T[]>> buffers;
-  std::vector<T*> aligned;
+  static constexpr std::uintptr_t kLine = 64;
+  std::vector<std::unique_ptr<T[]>> buffers;  // each a line longer than asked, for the alignment
   Scratch(std::int64_t workers, std::int64_t size) {
-    for (std::int64_t w = 0; w < workers; ++w) {
-      void* start = buffers.emplace_back(new T[std::size_t(size) + kLine / sizeof(T)]).get();
-      std::size_t space = (std::size_t(size) + kLine / sizeof(T)) * sizeof(T);
-      aligned.push_back(static_cast<T*>(std::align(kLine, std::size_t(size) * sizeof(T), start, space)));
-    }
+    for (std::int64_t w = 0; w < workers; ++w) buffers.emplace_back(new T[std::size_t(size) + kLine / sizeof(T)]);
   }
-  T* operator[](std::int64_t w) const { return aligned[std::size_t(w)]; }
+  T* operator[](std::int64_t w) const {
+    const auto address = reinterpret_cast<std::uintptr_t>(buffers[std::size_t(w)].get());
+    return reinterpret_cast<T*>((address + kLine - 1) / kLine * kLine);
+  }
 };
 
 /// What forward and backward share: contiguous inputs, the mask as bytes with broadcast strides.
