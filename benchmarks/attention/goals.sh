@@ -30,16 +30,21 @@ record() {  # record ROUND LABEL COMMAND...: the row the command prints, under L
   "$@" | awk -v r="$round" -v l="$label" 'NF == 9 && $1 ~ /^[0-9]+$/ { print r, l, $5, $6, $7, $8, $9 }' >>"$rows"
 }
 
+# Each peer's label: its torch version and the path its peer script takes (sdpa, or the math formulation).
+versions=()
+for python in "${peers[@]}"; do
+  versions+=("$("$python" -c 'import torch, torch.nn.functional as F
+print(torch.__version__.split("+")[0] + ("-sdpa" if hasattr(F, "scaled_dot_product_attention") else "-math"))')")
+done
+
 echo "flash attention goals: $rounds rounds; loom $isa; OpenBLAS core $core; peers: ${peers[*]}"
 for round in $(seq "$rounds"); do
   record "$round" loom "$bench" 4096 flash "$isa" full
-  for python in "${peers[@]}"; do
-    version=$("$python" -c 'import torch, torch.nn.functional as F
-print(torch.__version__.split("+")[0] + ("-sdpa" if hasattr(F, "scaled_dot_product_attention") else "-math"))')
-    record "$round" "torch-$version,core=$core" env OMP_NUM_THREADS=2 OPENBLAS_CORETYPE="$core" \
-      "$python" "$peer_script" 4096 full
-    record "$round" "torch-$version,core=unset" env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=2 \
-      "$python" "$peer_script" 4096 full
+  for p in "${!peers[@]}"; do
+    record "$round" "torch-${versions[p]},core=$core" env OMP_NUM_THREADS=2 OPENBLAS_CORETYPE="$core" \
+      "${peers[p]}" "$peer_script" 4096 full
+    record "$round" "torch-${versions[p]},core=unset" env -u OPENBLAS_CORETYPE OMP_NUM_THREADS=2 \
+      "${peers[p]}" "$peer_script" 4096 full
   done
   record "$round" causal "$bench" 16384 flash "$isa" causal
   record "$round" window "$bench" 16384 flash "$isa" window
