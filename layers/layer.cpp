@@ -4,7 +4,7 @@
 #include <cctype>
 #include <map>
 
-#include "framework/tape.hpp"
+#include "framework/autograd/tape.hpp"
 
 namespace loom::layers {
 

@@ -28,9 +28,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "framework/tensor.hpp"
-#include "framework/variable.hpp"
-#include "layers/initializers.hpp"
+#include "framework/tensor/tensor.hpp"
+#include "framework/tensor/variable.hpp"
+#include "layers/initializers/initializers.hpp"
 
 namespace loom::layers {
 

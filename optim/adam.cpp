@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "framework/error.hpp"
-#include "framework/ops.hpp"
+#include "framework/tensor/error.hpp"
+#include "framework/ops/ops.hpp"
 
 namespace loom::optim {
 

@@ -1,7 +1,8 @@
 #pragma once
-// Every optimizer and learning-rate schedule.
+// Every optimizer and learning-rate schedule, and the data-parallel wrapper.
 #include "optim/adam.hpp"
 #include "optim/adamw.hpp"
+#include "optim/distributed_optimizer.hpp"
 #include "optim/optimizer.hpp"
 #include "optim/rmsprop.hpp"
 #include "optim/schedules.hpp"

@@ -21,8 +21,8 @@
 #include <utility>
 #include <vector>
 
-#include "framework/tensor.hpp"
-#include "framework/variable.hpp"
+#include "framework/tensor/tensor.hpp"
+#include "framework/tensor/variable.hpp"
 
 namespace loom::optim {
 

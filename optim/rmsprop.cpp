@@ -1,7 +1,7 @@
 #include "optim/rmsprop.hpp"
 
-#include "framework/error.hpp"
-#include "framework/ops.hpp"
+#include "framework/tensor/error.hpp"
+#include "framework/ops/ops.hpp"
 
 namespace loom::optim {
 

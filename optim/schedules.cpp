@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "framework/error.hpp"
+#include "framework/tensor/error.hpp"
 
 namespace loom::optim {
 

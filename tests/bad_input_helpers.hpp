@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/error.hpp"
+#include "framework/tensor/error.hpp"
 
 namespace loom::testing {
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor.hpp"
+#include "framework/tensor/tensor.hpp"
 
 namespace loom::testing {
 

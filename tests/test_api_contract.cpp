@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 

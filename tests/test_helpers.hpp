@@ -6,15 +6,21 @@
 
 #include <cmath>
 #include <cstdint>
+#include <iostream>
 #include <limits>
+#include <string_view>
 #include <vector>
 
-#include "framework/gradcheck.hpp"
-#include "framework/tensor.hpp"
+#include "framework/autograd/gradcheck.hpp"
+#include "framework/tensor/tensor.hpp"
 
 namespace loom::testing {
 
 inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+/// Marks the running test case as skipped, for a case this build or machine cannot run (ctest reports it as
+/// "Skipped", tests/CMakeLists.txt); the caller returns right after: `return skip_test("built without MPI");`.
+inline void skip_test(std::string_view reason) { std::cout << "LOOM_TEST_SKIPPED: " << reason << std::endl; }
 
 /// A 1-D float64 tensor of these values.
 inline Tensor vec(const std::vector<double>& values) { return Tensor::from_vector(values); }

@@ -20,16 +20,17 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "framework/attention.hpp"
-#include "framework/blas.hpp"
-#include "framework/ops.hpp"
-#include "framework/simd.hpp"
-#include "framework/tape.hpp"
+#include "framework/ops/attention.hpp"
+#include "framework/runtime/blas.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/runtime/simd.hpp"
+#include "framework/autograd/tape.hpp"
 
 using namespace loom;
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "examples/distributed/reversal_encoder.hpp"
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <vector>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 namespace L = loom::layers;

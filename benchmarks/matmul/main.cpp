@@ -16,9 +16,10 @@
 
 #include <fmt/format.h>
 
-#include "framework/blas.hpp"
-#include "framework/cpu_features.hpp"
-#include "framework/ops.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/runtime/blas.hpp"
+#include "framework/runtime/cpu_features.hpp"
+#include "framework/runtime/detail/gemm.hpp"
 
 using namespace loom;
 

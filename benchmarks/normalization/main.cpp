@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "framework/ops.hpp"
-#include "framework/tape.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
 
 using namespace loom;
 

@@ -14,8 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "framework/ops.hpp"
-#include "framework/tape.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
 
 using namespace loom;
 
@@ -38,7 +38,7 @@ double chain_us(bool record) {
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0; i < kChain; ++i) z = ops::add(z, y);
   const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-  if (record && tape->nodes().size() != std::size_t(kChain)) std::fprintf(stderr, "tape did not record the chain\n");
+  if (record && tape->recorded_ops().size() != std::size_t(kChain)) std::fprintf(stderr, "tape did not record the chain\n");
   return us / kChain;  // the tape is freed outside the timed region
 }
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 namespace L = loom::layers;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "examples/distributed/reversal_encoder.hpp"
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 

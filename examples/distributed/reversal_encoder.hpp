@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 namespace loom::examples {
 
@@ -58,7 +58,7 @@ inline std::pair<Tensor, Tensor> reversal_data(std::int64_t n, const ReversalCon
 
 /// The loss for ids against logits.
 inline Tensor reversal_loss(const Tensor& ids, const Tensor& logits) {
-  return losses::sparse_categorical_crossentropy(ids, logits, /*from_logits=*/true);
+  return losses::sparse_categorical_crossentropy(ids, logits, {.from_logits = true});
 }
 
 }  // namespace loom::examples

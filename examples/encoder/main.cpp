@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 namespace L = loom::layers;
@@ -228,7 +228,7 @@ Result train(const Config& c, const Data& data, bool print_summary) {
   } else {
     model.compile({.optimizer = optim::Adam({.learning_rate = c.learning_rate}),
                    .loss = [](const Tensor& ids, const Tensor& logits) {
-                     return losses::sparse_categorical_crossentropy(ids, logits, /*from_logits=*/true);
+                     return losses::sparse_categorical_crossentropy(ids, logits, {.from_logits = true});
                    },
                    .metrics = {"accuracy"}});
   }

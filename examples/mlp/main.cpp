@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 namespace L = loom::layers;
@@ -53,7 +53,7 @@ int main() {
   });
   model.compile({.optimizer = optim::Adam({.learning_rate = 1e-2}),
                  .loss = [](const Tensor& labels, const Tensor& logits) {
-                   return losses::sparse_categorical_crossentropy(labels, logits, /*from_logits=*/true);
+                   return losses::sparse_categorical_crossentropy(labels, logits, {.from_logits = true});
                  },
                  .metrics = {"accuracy"}});
   model.summary();

@@ -15,7 +15,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 namespace L = loom::layers;

@@ -10,7 +10,7 @@
 // ---- docs/tutorial.md, the includes every snippet assumes
 #include <filesystem>  // for the file name in "Save and load the weights"
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 using namespace loom;
 namespace L = loom::layers;
 

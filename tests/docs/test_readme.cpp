@@ -6,7 +6,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <sstream>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

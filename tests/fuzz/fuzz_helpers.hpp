@@ -7,7 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "framework/tensor.hpp"
+#include "framework/tensor/detail/tensor_impl.hpp"
+#include "framework/tensor/tensor.hpp"
 #include "tests/temp_files.hpp"
 
 namespace loom::fuzzing {

@@ -2,9 +2,9 @@
 
 #include <cmath>
 
-#include "framework/ops.hpp"
-#include "layers/activation.hpp"
-#include "layers/activations.hpp"
+#include "framework/ops/ops.hpp"
+#include "layers/activations/activation.hpp"
+#include "layers/activations/activation_functions.hpp"
 #include "tests/layers/core_layer_fixtures.hpp"
 #include "tests/test_helpers.hpp"
 

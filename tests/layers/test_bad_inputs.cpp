@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "framework/loom.hpp"
+#include "loom.hpp"
 #include "tests/bad_input_helpers.hpp"
 
 using namespace loom;
@@ -293,19 +293,19 @@ TEST_CASE("losses and metrics reject mismatched y_true and y_pred naming them an
                       [=] { losses::binary_crossentropy(x23, Tensor::full({3, 2}, 0.5)); },
                       {"binary_crossentropy", "[2, 3]", "[3, 2]"}},
                      {"binary_crossentropy: label_smoothing 2",
-                      [=] { losses::binary_crossentropy(x23, p23, false, 2.0); },
+                      [=] { losses::binary_crossentropy(x23, p23, {.from_logits = false, .label_smoothing = 2.0}); },
                       {"binary_crossentropy", "label_smoothing", "2"}},
                      {"binary_crossentropy: an axis past the rank",
-                      [=] { losses::binary_crossentropy(x23, p23, false, 0.0, 2); },
+                      [=] { losses::binary_crossentropy(x23, p23, {.from_logits = false, .label_smoothing = 0.0, .axis = 2}); },
                       {"binary_crossentropy", "axis 2", "rank 2"}},
                      {"categorical_crossentropy: shapes differ",
                       [=] { losses::categorical_crossentropy(x23, Tensor::full({2, 4}, 0.25)); },
                       {"categorical_crossentropy", "[2, 3]", "[2, 4]"}},
                      {"categorical_crossentropy: label_smoothing -0.5",
-                      [=] { losses::categorical_crossentropy(x23, p23, false, -0.5); },
+                      [=] { losses::categorical_crossentropy(x23, p23, {.from_logits = false, .label_smoothing = -0.5}); },
                       {"categorical_crossentropy", "label_smoothing"}},
                      {"categorical_crossentropy: an axis past the rank",
-                      [=] { losses::categorical_crossentropy(x23, p23, true, 0.0, -3); },
+                      [=] { losses::categorical_crossentropy(x23, p23, {.from_logits = true, .label_smoothing = 0.0, .axis = -3}); },
                       {"categorical_crossentropy", "axis -3", "rank 2"}},
                      {"sparse_categorical_crossentropy: a label past the classes",
                       [=] { losses::sparse_categorical_crossentropy(labels, p23); },
@@ -317,7 +317,7 @@ TEST_CASE("losses and metrics reject mismatched y_true and y_pred naming them an
                       [=] { losses::sparse_categorical_crossentropy(ids({0, 1, 2}), p23); },
                       {"sparse_categorical_crossentropy", "[3]", "[2, 3]"}},
                      {"sparse_categorical_crossentropy: an axis past the rank",
-                      [=] { losses::sparse_categorical_crossentropy(ids({0, 1}), p23, true, 2); },
+                      [=] { losses::sparse_categorical_crossentropy(ids({0, 1}), p23, {.from_logits = true, .axis = 2}); },
                       {"sparse_categorical_crossentropy", "axis 2", "rank 2"}},
                      {"MeanSquaredError: shapes differ", [] { M::MeanSquaredError().update_state(x23, x45); },
                       {"mean_squared_error", "[2, 3]", "[4, 5]"}},

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "framework/ops.hpp"
-#include "framework/tape.hpp"
-#include "layers/batch_normalization.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
+#include "layers/normalization/batch_normalization.hpp"
 #include "tests/layers/normalization_helpers.hpp"
 #include "tests/test_helpers.hpp"
 
@@ -93,11 +93,11 @@ TEST_CASE("BatchNormalization updates its moving statistics without recording th
   bn(x);
   const auto w = bn.weights();
   const auto mean_id = w[2].id(), var_id = w[3].id();
-  GradientTape tape(/*persistent=*/true);
+  GradientTape tape({.persistent = true});
   tape.watch(x);
   const Tensor y = bn(x, true);
-  REQUIRE(tape.nodes().size() == 1);  // the fused op only: the moving update is not on the tape
-  CHECK(std::string(tape.nodes()[0].op) == "batch_norm");
+  REQUIRE(tape.recorded_ops().size() == 1);  // the fused op only: the moving update is not on the tape
+  CHECK(tape.recorded_ops()[0] == "batch_norm");
   CHECK(w[2].id() == mean_id);  // updated in place
   CHECK(w[3].id() == var_id);
   CHECK(values(w[2].value()) != std::vector<double>(4, 0.0));

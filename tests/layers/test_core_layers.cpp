@@ -1,12 +1,12 @@
 // Input, Flatten, Reshape and Add: the weightless shape layers.
 #include <catch2/catch.hpp>
 
-#include "framework/ops.hpp"
-#include "framework/tape.hpp"
-#include "layers/add.hpp"
-#include "layers/flatten.hpp"
-#include "layers/input.hpp"
-#include "layers/reshape.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
+#include "layers/merging/add.hpp"
+#include "layers/reshaping/flatten.hpp"
+#include "layers/core/input.hpp"
+#include "layers/reshaping/reshape.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
-#include "framework/ops.hpp"
-#include "framework/random.hpp"
-#include "framework/tape.hpp"
-#include "layers/dropout.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/tensor/random.hpp"
+#include "framework/autograd/tape.hpp"
+#include "layers/regularization/dropout.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "framework/ops.hpp"
-#include "framework/tape.hpp"
-#include "layers/einsum_dense.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
+#include "layers/core/einsum_dense.hpp"
 #include "tests/layers/core_layer_fixtures.hpp"
 #include "tests/test_helpers.hpp"
 

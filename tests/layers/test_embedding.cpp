@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "framework/ops.hpp"
-#include "framework/tape.hpp"
-#include "layers/embedding.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
+#include "layers/core/embedding.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

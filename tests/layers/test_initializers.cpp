@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "framework/random.hpp"
-#include "layers/initializers.hpp"
+#include "framework/tensor/random.hpp"
+#include "layers/initializers/initializers.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

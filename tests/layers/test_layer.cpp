@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "framework/ops.hpp"
-#include "framework/tape.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
 #include "layers/layer.hpp"
 
 using namespace loom;
@@ -112,7 +112,7 @@ TEST_CASE("a frozen layer has no trainable weights and is not watched", "[layers
   {
     GradientTape tape;
     Tensor y = ops::sum(block(x));
-    CHECK(tape.nodes().empty());
+    CHECK(tape.recorded_ops().empty());
   }
   block.second.set_trainable(true);
   CHECK(block.trainable_weights().size() == 2);

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "framework/ops.hpp"
-#include "layers/layer_normalization.hpp"
+#include "framework/ops/ops.hpp"
+#include "layers/normalization/layer_normalization.hpp"
 #include "tests/layers/normalization_helpers.hpp"
 #include "tests/test_helpers.hpp"
 
@@ -62,7 +62,7 @@ TEST_CASE("LayerNormalization matches Keras (outputs and gradients, f64 and f32)
 }
 
 TEST_CASE("LayerNormalization passes gradcheck w.r.t. input, gamma and beta", "[layers][layer_normalization]") {
-  for (const auto& axis : {L::AxisList(-1), L::AxisList({0, 2})}) {
+  for (const auto& axis : {Axes(-1), Axes({0, 2})}) {
     L::LayerNormalization ln({.axis = axis});
     const Tensor x = randn({3, 2, 4}, 11) * 2.0 + 1.0;
     ln(x);

@@ -5,9 +5,9 @@
 #include <sstream>
 #include <string>
 
-#include "framework/ops.hpp"
-#include "framework/tape.hpp"
-#include "layers/multi_head_attention.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
+#include "layers/attention/multi_head_attention.hpp"
 #include "tests/fixture_reader.hpp"
 #include "tests/test_helpers.hpp"
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "framework/ops.hpp"
-#include "layers/rms_normalization.hpp"
+#include "framework/ops/ops.hpp"
+#include "layers/normalization/rms_normalization.hpp"
 #include "tests/layers/normalization_helpers.hpp"
 #include "tests/test_helpers.hpp"
 
@@ -39,7 +39,7 @@ TEST_CASE("RMSNormalization matches Keras (outputs and gradients, f64 and f32)",
 }
 
 TEST_CASE("RMSNormalization passes gradcheck w.r.t. input and scale", "[layers][rms_normalization]") {
-  for (const auto& axis : {L::AxisList(-1), L::AxisList({0, 1})}) {
+  for (const auto& axis : {Axes(-1), Axes({0, 1})}) {
     L::RMSNormalization rms({.axis = axis});
     const Tensor x = randn({3, 2, 4}, 11) + 0.5;
     rms(x);

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/ops.hpp"
-#include "framework/tape.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
 #include "optim/optim.hpp"
 #include "tests/fixture_reader.hpp"
 #include "tests/test_helpers.hpp"
@@ -369,12 +369,12 @@ TEST_CASE("apply_gradients checks counts, shapes and dtypes", "[optim]") {
 TEST_CASE("apply_gradients records nothing on an active tape", "[optim]") {
   optim::Adam adam({.learning_rate = 0.1, .weight_decay = 0.01, .clipnorm = 1.0});
   Variable w(vec({1.0, -2.0}), "w");
-  GradientTape tape(/*persistent=*/true);
+  GradientTape tape({.persistent = true});
   const Tensor loss = ops::sum(ops::square(w.value()));
   const std::vector<Tensor> grads = tape.gradient(loss, std::vector<Variable>{w});
-  const std::size_t recorded = tape.nodes().size();
+  const std::size_t recorded = tape.recorded_ops().size();
   adam.apply_gradients(grads, {w});
-  CHECK(tape.nodes().size() == recorded);
+  CHECK(tape.recorded_ops().size() == recorded);
   CHECK(values(w.value()) != std::vector<double>{1.0, -2.0});
 }
 

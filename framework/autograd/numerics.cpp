@@ -1,0 +1,114 @@
+#include "framework/autograd/numerics.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "framework/kernels/dispatch.hpp"
+#include "framework/tensor/error.hpp"
+#include "framework/kernels/strided.hpp"
+
+namespace loom {
+
+namespace detail {
+std::atomic<bool> check_numerics_flag{false};
+}  // namespace detail
+
+void set_check_numerics(bool enabled) { detail::check_numerics_flag.store(enabled, std::memory_order_relaxed); }
+
+namespace numerics {
+
+namespace {
+
+/// The first element that is NaN or infinite, and its value.
+struct Bad {
+  std::int64_t index;
+  double value;
+};
+
+/// Finite values compare <= max; NaN and +-inf do not.
+template <class T>
+bool finite(T v) {
+  return std::abs(v) <= std::numeric_limits<T>::max();
+}
+
+template <class T>
+std::optional<Bad> first_non_finite(const Tensor& t) {
+  const T* data = t.data<T>();
+  if (t.is_contiguous()) {
+    // Blocks with a branch-free test each, so the common all-finite scan vectorizes.
+    constexpr std::int64_t kBlock = 1024;
+    const std::int64_t n = t.numel();
+    for (std::int64_t begin = 0; begin < n; begin += kBlock) {
+      const std::int64_t end = std::min(n, begin + kBlock);
+      bool all_finite = true;
+      for (std::int64_t i = begin; i < end; ++i) all_finite &= finite(data[i]);
+      if (all_finite) continue;
+      for (std::int64_t i = begin; i < end; ++i)
+        if (!finite(data[i])) return Bad{i, double(data[i])};
+    }
+    return std::nullopt;
+  }
+  std::optional<Bad> bad;
+  for_each_strided(t.shape(), t.strides(), 0, [&](std::int64_t i, std::int64_t at) {
+    if (!bad && !finite(data[at])) bad = Bad{i, double(data[at])};
+  });
+  return bad;
+}
+
+std::optional<Bad> first_non_finite(const Tensor& t) {
+  if (!t.defined() || !is_floating(t.dtype())) return std::nullopt;
+  return visit_floating(t.dtype(), "check_numerics", [&]<class T>() { return first_non_finite<T>(t); });
+}
+
+std::string kind(double value) { return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf"; }
+
+std::string describe(const std::vector<Tensor>& tensors) {
+  std::string out;
+  for (const Tensor& t : tensors) {
+    if (!out.empty()) out += ", ";
+    out += t.defined() ? fmt::format("{} {}", t.dtype(), t.shape()) : "undefined";
+  }
+  return out.empty() ? "none" : out;
+}
+
+/// "its output", "its output 1" (ops with several outputs), "its gradient for input 0".
+std::string output_name(std::size_t k, std::size_t count, const CheckSite& site) {
+  if (site.backward_rule) return fmt::format("its gradient for input {}", k);
+  return count == 1 ? std::string("its output") : fmt::format("its output {}", k);
+}
+
+}  // namespace
+
+void check_finite(std::string_view op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+                  const CheckSite& site) {
+  for (std::size_t k = 0; k < outputs.size(); ++k) {
+    const std::optional<Bad> bad = first_non_finite(outputs[k]);
+    if (!bad) continue;
+    const std::string name = site.backward_rule ? fmt::format("{} backward", op) : std::string(op);
+    const char* inputs_are = site.backward_rule ? "output gradients" : "inputs";
+    const std::string within =
+        site.gradient_of.empty() ? "" : fmt::format(", in the backward rule of '{}'", site.gradient_of);
+    // A non-finite value that was already in an input is reported there: this op only passed it on.
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const std::optional<Bad> incoming = first_non_finite(inputs[i]);
+      if (!incoming) continue;
+      throw Error(fmt::format(
+          "check_numerics: {} came into op '{}' with its {} {} (element {} of shape {}; {}: {}){}; no checked op "
+          "produced it: it was in the data, or written by code that is not an op",
+          kind(incoming->value), name, site.backward_rule ? "output gradient" : "input", i,
+          unravel_index(incoming->index, inputs[i].shape()), inputs[i].shape(), inputs_are, describe(inputs), within));
+    }
+    throw Error(fmt::format("check_numerics: op '{}' produced {} at element {} of {} of shape {} ({}: {}){}", name,
+                            kind(bad->value), unravel_index(bad->index, outputs[k].shape()),
+                            output_name(k, outputs.size(), site), outputs[k].shape(), inputs_are, describe(inputs),
+                            within));
+  }
+}
+
+}  // namespace numerics
+
+}  // namespace loom

@@ -1,0 +1,302 @@
+#include "framework/autograd/tape.hpp"
+
+#include <algorithm>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+
+#include "framework/autograd/numerics.hpp"
+#include "framework/autograd/record.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/tensor/detail/tensor_impl.hpp"
+
+namespace loom {
+
+// What a tape holds (GradientTape::Recording), private to this file.
+struct TensorMeta {
+  std::uint64_t id;
+  DType dtype;
+  Shape shape;
+};
+
+/// One recorded op: what it read and wrote, and its backward rule.
+struct TapeNode {
+  const char* op;
+  std::vector<TensorMeta> inputs;
+  std::vector<TensorMeta> outputs;
+  BackwardFn backward;
+};
+
+/// The ids a tape tracks, as a sorted vector: ops create ids in increasing order, so inserting an op's
+/// output is an append, and a lookup is a binary search with no per-id allocation (unlike a hash set).
+class TensorIdSet {
+ public:
+  bool contains(std::uint64_t id) const { return std::binary_search(ids_.begin(), ids_.end(), id); }
+  void insert(std::uint64_t id) {
+    if (ids_.empty() || id > ids_.back()) {
+      ids_.push_back(id);
+      return;
+    }
+    auto it = std::lower_bound(ids_.begin(), ids_.end(), id);
+    if (*it != id) ids_.insert(it, id);
+  }
+  void clear() { ids_.clear(); }
+
+ private:
+  std::vector<std::uint64_t> ids_;
+};
+
+namespace {
+
+/// Per thread: the live tapes (outermost first), the NoGradGuard depth, and the op whose backward rule
+/// gradient() is running (named by check_numerics).
+struct ThreadAutograd {
+  std::vector<GradientTape*> tapes;
+  int no_grad_depth = 0;
+  std::string_view replaying;
+};
+
+ThreadAutograd& thread_autograd() {
+  thread_local ThreadAutograd state;
+  return state;
+}
+
+/// RAII: marks `op`'s backward rule as running on this thread, restoring the outer one after.
+class ReplayingOp {
+ public:
+  explicit ReplayingOp(std::string_view op) : outer_(std::exchange(thread_autograd().replaying, op)) {}
+  ~ReplayingOp() { thread_autograd().replaying = outer_; }
+  ReplayingOp(const ReplayingOp&) = delete;
+  ReplayingOp& operator=(const ReplayingOp&) = delete;
+  std::string_view outer() const { return outer_; }
+
+ private:
+  std::string_view outer_;
+};
+
+}  // namespace
+
+struct GradientTape::Recording {
+  GradientTapeOptions options;
+  bool used = false;
+  int paused = 0;
+  std::vector<TapeNode> nodes;
+  TensorIdSet tracked;  // ids watched or produced by a recorded node
+
+  bool tracks(const Tensor& t) const {
+    return t.defined() && (tracked.contains(t.id()) || (options.watch_accessed_variables && t.impl().trainable));
+  }
+};
+
+struct TapeRecorder {
+  static bool wants(const GradientTape& tape, const Tensor& t) {
+    return tape.recording_->paused == 0 && tape.recording_->tracks(t);
+  }
+
+  static void append(GradientTape& tape, TapeNode&& node, const std::vector<Tensor>& outputs) {
+    tape.recording_->nodes.push_back(std::move(node));
+    for (const auto& out : outputs)
+      if (out.defined() && is_floating(out.dtype())) tape.recording_->tracked.insert(out.id());
+  }
+};
+
+// ---- GradientTape ----
+
+GradientTape::GradientTape(const GradientTapeOptions& options) : recording_(std::make_unique<Recording>()) {
+  recording_->options = options;
+  thread_autograd().tapes.push_back(this);
+}
+
+GradientTape::~GradientTape() {
+  auto& tapes = thread_autograd().tapes;
+  tapes.erase(std::remove(tapes.begin(), tapes.end(), this), tapes.end());
+}
+
+void GradientTape::watch(const Tensor& t) {
+  check(t.defined(), "GradientTape.watch: the tensor is undefined");
+  check(is_floating(t.dtype()), "GradientTape.watch: only float32/float64 tensors can be watched, got {} of shape {}",
+        t.dtype(), t.shape());
+  recording_->tracked.insert(t.id());
+}
+
+void GradientTape::watch(const std::vector<Tensor>& ts) {
+  for (const auto& t : ts) watch(t);
+}
+
+bool GradientTape::persistent() const { return recording_->options.persistent; }
+
+std::vector<std::string_view> GradientTape::recorded_ops() const {
+  std::vector<std::string_view> ops;
+  ops.reserve(recording_->nodes.size());
+  for (const auto& node : recording_->nodes) ops.emplace_back(node.op);
+  return ops;
+}
+
+GradientTape::StopRecording::StopRecording(GradientTape& tape) : tape_(tape) { ++tape_.recording_->paused; }
+GradientTape::StopRecording::~StopRecording() { --tape_.recording_->paused; }
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Variable>& sources,
+                                           const Tensor& output_gradient, UnconnectedGradients unconnected) {
+  std::vector<Tensor> tensors;
+  tensors.reserve(sources.size());
+  for (const auto& v : sources) tensors.push_back(v.value());
+  return gradient(target, tensors, output_gradient, unconnected);
+}
+
+std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vector<Tensor>& sources,
+                                           const Tensor& output_gradient, UnconnectedGradients unconnected) {
+  Recording& rec = *recording_;
+  check(!rec.used || rec.options.persistent,
+        "GradientTape.gradient: a non-persistent tape can only compute gradients once; "
+        "create it as GradientTape({{.persistent = true}}) to call gradient() several times");
+  check(target.defined(), "GradientTape.gradient: the target is undefined");
+  check(is_floating(target.dtype()), "GradientTape.gradient: the target must be float32/float64, got {} of shape {}",
+        target.dtype(), target.shape());
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    check(sources[i].defined(), "GradientTape.gradient: source {} is undefined", i);
+    check(is_floating(sources[i].dtype()),
+          "GradientTape.gradient: source {} is {} of shape {}; gradients exist only for float32/float64 tensors", i,
+          sources[i].dtype(), sources[i].shape());
+  }
+  if (output_gradient.defined())
+    check(output_gradient.shape() == target.shape() && output_gradient.dtype() == target.dtype(),
+          "GradientTape.gradient: output_gradient must match the target ({} {}), got {} {}", target.dtype(),
+          target.shape(), output_gradient.dtype(), output_gradient.shape());
+
+  const StopRecording replaying(*this);  // outer tapes keep recording: that is what gives higher order
+
+  // Forward sweep: which nodes lie on a path from some source. A source this tape does not track (never
+  // watched, not a trainable variable, not produced here) is unconnected, as in TensorFlow, even when it
+  // met a tracked tensor in some op.
+  std::unordered_set<std::uint64_t> depends_on_source;
+  for (const auto& s : sources)
+    if (rec.tracks(s)) depends_on_source.insert(s.id());
+  std::vector<char> relevant(rec.nodes.size(), 0);
+  for (std::size_t n = 0; n < rec.nodes.size(); ++n) {
+    for (const auto& in : rec.nodes[n].inputs)
+      if (depends_on_source.count(in.id)) relevant[n] = 1;
+    if (relevant[n])
+      for (const auto& out : rec.nodes[n].outputs) depends_on_source.insert(out.id);
+  }
+
+  // Backward sweep in reverse recording order (which is topological).
+  std::unordered_map<std::uint64_t, Tensor> grads;
+  grads[target.id()] = output_gradient.defined() ? output_gradient : Tensor::ones_like(target);
+  for (std::size_t n = rec.nodes.size(); n-- > 0;) {
+    if (!relevant[n]) continue;
+    const TapeNode& node = rec.nodes[n];
+    std::vector<Tensor> output_grads;
+    bool any = false;
+    for (const auto& out : node.outputs) {
+      auto it = grads.find(out.id);
+      any = any || it != grads.end();
+      output_grads.push_back(it != grads.end() ? it->second : Tensor::zeros(out.shape, out.dtype));
+    }
+    if (!any) continue;
+    std::vector<Tensor> input_grads;
+    {
+      const ReplayingOp replaying_node(node.op);
+      input_grads = node.backward(output_grads);
+      if (check_numerics_enabled())
+        numerics::check_finite(node.op, output_grads, input_grads,
+                               {.backward_rule = true, .gradient_of = replaying_node.outer()});
+    }
+    check(input_grads.size() == node.inputs.size(), "GradientTape.gradient: the backward rule of '{}' returned {} "
+          "gradients for {} inputs", node.op, input_grads.size(), node.inputs.size());
+    for (std::size_t i = 0; i < node.inputs.size(); ++i) {
+      const TensorMeta& in = node.inputs[i];
+      Tensor g = input_grads[i];
+      if (!g.defined() || !depends_on_source.count(in.id)) continue;
+      if (g.shape() != in.shape) g = ops::sum_to(g, in.shape);
+      check(g.dtype() == in.dtype, "GradientTape.gradient: the backward rule of '{}' gave a {} gradient for {} input {}",
+            node.op, g.dtype(), in.dtype, i);
+      auto [it, inserted] = grads.try_emplace(in.id, g);
+      if (!inserted) it->second = ops::add(it->second, g);
+    }
+  }
+
+  std::vector<Tensor> result;
+  result.reserve(sources.size());
+  for (const auto& s : sources) {
+    auto it = grads.find(s.id());
+    if (it != grads.end()) result.push_back(it->second);
+    else result.push_back(unconnected == UnconnectedGradients::zero ? Tensor::zeros_like(s) : Tensor());
+  }
+  rec.used = true;
+  if (!rec.options.persistent) {
+    rec.nodes.clear();
+    rec.nodes.shrink_to_fit();
+    rec.tracked.clear();
+  }
+  return result;
+}
+
+// ---- NoGradGuard ----
+
+NoGradGuard::NoGradGuard() { ++thread_autograd().no_grad_depth; }
+NoGradGuard::~NoGradGuard() { --thread_autograd().no_grad_depth; }
+
+// ---- recording ----
+
+namespace autograd {
+
+namespace {
+
+const Tensor& tensor_of(const Tensor* t) { return *t; }
+const Tensor& tensor_of(const Tensor& t) { return t; }
+
+template <class Inputs>
+bool tracked_on_this_thread(const Inputs& inputs) {
+  const auto& state = thread_autograd();
+  if (state.tapes.empty() || state.no_grad_depth > 0) return false;
+  for (const GradientTape* tape : state.tapes)
+    for (const auto& t : inputs)
+      if (TapeRecorder::wants(*tape, tensor_of(t))) return true;
+  return false;
+}
+
+/// check_numerics sends every op with a float input to record(), which checks its outputs.
+template <class Inputs>
+bool needs_recording_or_check(const Inputs& inputs) {
+  if (check_numerics_enabled())
+    for (const auto& t : inputs)
+      if (tensor_of(t).defined() && is_floating(tensor_of(t).dtype())) return true;
+  return tracked_on_this_thread(inputs);
+}
+
+}  // namespace
+
+bool needs_recording(std::initializer_list<const Tensor*> inputs) { return needs_recording_or_check(inputs); }
+bool needs_recording(const std::vector<Tensor>& inputs) { return needs_recording_or_check(inputs); }
+bool tape_tracks(std::initializer_list<const Tensor*> inputs) { return tracked_on_this_thread(inputs); }
+
+void record(const char* op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
+            BackwardFn backward) {
+  auto& state = thread_autograd();
+  if (check_numerics_enabled()) numerics::check_finite(op, inputs, outputs, {.gradient_of = state.replaying});
+  if (state.tapes.empty() || state.no_grad_depth > 0) return;
+  auto wants_any = [&](const GradientTape* tape) {
+    for (const Tensor& t : inputs)
+      if (TapeRecorder::wants(*tape, t)) return true;
+    return false;
+  };
+  const auto last = std::find_if(state.tapes.rbegin(), state.tapes.rend(), wants_any);
+  if (last == state.tapes.rend()) return;
+
+  TapeNode node{op, {}, {}, std::move(backward)};
+  node.inputs.reserve(inputs.size());
+  for (const Tensor& t : inputs)
+    node.inputs.push_back(t.defined() ? TensorMeta{t.id(), t.dtype(), t.shape()} : TensorMeta{0, DType::f32, {}});
+  node.outputs.reserve(outputs.size());
+  for (const Tensor& t : outputs) node.outputs.push_back(TensorMeta{t.id(), t.dtype(), t.shape()});
+  // Outer tapes that want the node get copies (the closure's captured tensors are shared handles); the
+  // innermost one takes it by move, so the common single-tape case copies nothing.
+  for (auto it = state.tapes.begin(); *it != *last; ++it)
+    if (wants_any(*it)) TapeRecorder::append(**it, TapeNode(node), outputs);
+  TapeRecorder::append(**last, std::move(node), outputs);
+}
+
+}  // namespace autograd
+
+}  // namespace loom

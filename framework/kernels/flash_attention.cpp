@@ -1,0 +1,250 @@
+#include "framework/kernels/flash_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "framework/kernels/dispatch.hpp"
+#include "framework/kernels/flash_attention_kernels.hpp"
+#include "framework/ops/elementwise.hpp"
+#include "framework/runtime/detail/parallel.hpp"
+#include "framework/runtime/simd.hpp"
+#include "framework/autograd/record.hpp"
+#include "framework/autograd/tape.hpp"
+
+namespace loom::ops::flash_attention {
+
+namespace {
+
+using loom::flash::kBlockQ;
+
+const loom::flash::KernelTable& table() {
+#if LOOM_X86_64_KERNELS  // the per-ISA units are built on x86-64 only; elsewhere simd selects scalar
+  const std::string isa = simd::active_isa();
+  if (isa == "avx512") return loom::flash::avx512_kernels;
+  if (isa == "avx2") return loom::flash::avx2_kernels;
+#endif
+  return loom::flash::scalar_kernels;
+}
+
+template <class T>
+const loom::flash::Kernels<T>& kernels() {
+  if constexpr (std::is_same_v<T, float>) return table().f32;
+  else return table().f64;
+}
+
+std::int64_t cores() { return parallel::thread_count(); }
+
+/// Threads for `flops` of work: one core's worth per ~0.5 MFLOP (waking a pool worker costs microseconds).
+/// The kernels call no BLAS, so the workers never fan out into OpenBLAS's own pool.
+int thread_count(std::int64_t items, double flops) {
+  return int(std::max<std::int64_t>(1, std::min({cores(), items, std::int64_t(flops / 5e5) + 1})));
+}
+
+/// Per-worker scratch, left uninitialised (the kernels write before they read; untouched pages cost no memory).
+/// Each buffer starts on a cache line: every tile row is whole vectors, so a vector load then touches one
+/// line, not two (malloc's blocks are only 16-byte aligned).
+template <class T>
+struct Scratch {
+  static constexpr std::uintptr_t kLine = 64;
+  std::vector<std::unique_ptr<T[]>> buffers;  // each a line longer than asked, for the alignment
+  Scratch(std::int64_t workers, std::int64_t size) {
+    for (std::int64_t w = 0; w < workers; ++w) buffers.emplace_back(new T[std::size_t(size) + kLine / sizeof(T)]);
+  }
+  T* operator[](std::int64_t w) const {
+    const auto address = reinterpret_cast<std::uintptr_t>(buffers[std::size_t(w)].get());
+    return reinterpret_cast<T*>((address + kLine - 1) / kLine * kLine);
+  }
+};
+
+/// What forward and backward share: contiguous inputs, the mask as bytes with broadcast strides.
+struct Prepared {
+  Tensor q, k, v, mask;
+  std::int64_t mask_strides[4] = {0, 0, 0, 0};
+  AttentionOptions options;
+};
+
+Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+  NoGradGuard no_grad;  // the copies are internal; the op records itself on the original inputs
+  Prepared p{q.contiguous(), k.contiguous(), v.contiguous(), Tensor(), {}, o};
+  if (o.mask.defined()) {
+    Shape shape(std::size_t(4 - o.mask.ndim()), 1);
+    shape.insert(shape.end(), o.mask.shape().begin(), o.mask.shape().end());
+    p.mask = ops::cast(o.mask, DType::boolean).reshape(shape).contiguous();
+    std::int64_t stride = 1;
+    for (int axis = 3; axis >= 0; --axis) {
+      p.mask_strides[axis] = shape[std::size_t(axis)] == 1 ? 0 : stride;
+      stride *= shape[std::size_t(axis)];
+    }
+  }
+  p.options.mask = Tensor();  // held as p.mask
+  return p;
+}
+
+template <class T>
+loom::flash::Problem<T> problem(const Prepared& p) {
+  const AttentionOptions& o = p.options;
+  const std::int64_t d = p.q.size(3);
+  loom::flash::Problem<T> pr{};
+  pr.q = p.q.data<T>();
+  pr.k = p.k.data<T>();
+  pr.v = p.v.data<T>();
+  pr.heads = p.q.size(1);
+  pr.nq = p.q.size(2);
+  pr.nk = p.k.size(2);
+  pr.d = d;
+  pr.dv = p.v.size(3);
+  pr.scale = T(o.scale.value_or(1.0 / std::sqrt(double(d))));
+  pr.causal = o.causal;
+  pr.window = o.sliding_window;
+  if (p.mask.defined()) {
+    pr.mask = reinterpret_cast<const std::uint8_t*>(p.mask.data<bool>());
+    pr.mask_b = p.mask_strides[0];
+    pr.mask_h = p.mask_strides[1];
+    pr.mask_i = p.mask_strides[2];
+    pr.mask_j = p.mask_strides[3];
+  }
+  return pr;
+}
+
+std::int64_t query_blocks(std::int64_t nq) { return (nq + kBlockQ - 1) / kBlockQ; }
+
+struct Forward {
+  Tensor output, lse;
+};
+
+Forward run_forward(const Prepared& p) {
+  const std::int64_t bh = p.q.size(0) * p.q.size(1), nq = p.q.size(2), nk = p.k.size(2);
+  const std::int64_t d = p.q.size(3), dv = p.v.size(3);
+  Forward f{Tensor::empty({p.q.size(0), p.q.size(1), nq, dv}, p.q.dtype()),
+            Tensor::empty({p.q.size(0), p.q.size(1), nq}, p.q.dtype())};
+  visit_floating(p.q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
+    loom::flash::Problem<T> pr = problem<T>(p);
+    pr.o = f.output.data<T>();
+    pr.lse = f.lse.data<T>();
+    const auto& kern = kernels<T>();
+    // Groups of query blocks share key/value tiles, as long as that leaves >= 8 items per core to balance.
+    pr.group = loom::flash::kMaxGroup;
+    while (pr.group > 1 && bh * ((query_blocks(nq) + pr.group - 1) / pr.group) < 8 * cores()) pr.group /= 2;
+    const std::int64_t groups = (query_blocks(nq) + pr.group - 1) / pr.group, items = bh * groups;
+    const int threads = thread_count(items, 4.0 * double(bh * nq * nk * (d + dv)) / 2);
+    const Scratch<T> scratch(threads, loom::flash::forward_scratch(nk, d, dv));
+    // Later query groups first: under a causal mask they cost the most, so the last items claimed are cheap.
+    parallel::run(items, threads, [&](int worker, std::int64_t item) {
+      kern.forward_block(pr, scratch[worker], item / groups, groups - 1 - item % groups);
+    });
+  });
+  return f;
+}
+
+std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const Prepared& p, const Forward& f) {
+  const std::int64_t bh = p.q.size(0) * p.q.size(1), nq = p.q.size(2), nk = p.k.size(2);
+  const std::int64_t d = p.q.size(3), dv = p.v.size(3);
+  Tensor dout;
+  {
+    NoGradGuard no_grad;
+    dout = grad.contiguous();
+  }
+  std::vector<Tensor> grads{Tensor::empty(p.q.shape(), p.q.dtype()),
+                            Tensor::empty(p.k.shape(), p.q.dtype()),
+                            Tensor::empty(p.v.shape(), p.q.dtype())};
+  visit_floating(p.q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
+    loom::flash::Problem<T> pr = problem<T>(p);
+    pr.o = f.output.data<T>();
+    pr.lse = f.lse.data<T>();
+    pr.dout = dout.data<T>();
+    pr.dk = grads[1].data<T>();
+    pr.dvv = grads[2].data<T>();
+    const auto& kern = kernels<T>();
+    // Items are (head, key chunk): the dK and dV rows of a chunk belong to one item, so they need no locks.
+    // With few heads for the cores, each head's key blocks are cut in two chunks of equal cost (under causal
+    // the first keys are seen by the most queries); each chunk writes its own dq buffer, summed at the end.
+    const std::int64_t key_blocks = (nk + loom::flash::kBlockK - 1) / loom::flash::kBlockK;
+    const std::int64_t chunks = bh >= 4 * cores() || key_blocks < 2 ? 1 : 2;
+    auto cost = [&](std::int64_t j) {  // under causal, key block j is seen by about nq - j*kBlockK queries
+      return p.options.causal ? double(std::max<std::int64_t>(1, nq - j * loom::flash::kBlockK)) : 1.0;
+    };
+    double total = 0, running = 0;
+    for (std::int64_t j = 0; j < key_blocks; ++j) total += cost(j);
+    std::int64_t split = 0;
+    while (split + 1 < key_blocks && running + cost(split) <= total / 2) running += cost(split++);
+    const std::int64_t bounds[3] = {0, chunks == 1 ? key_blocks : std::max<std::int64_t>(1, split), key_blocks};
+    T* dq = grads[0].data<T>();
+    std::vector<T> second(chunks == 2 ? std::size_t(bh * nq * d) : 0);
+    const int threads = thread_count(bh * chunks, 10.0 * double(bh * nq * nk * (d + dv)) / 2);
+    const Scratch<T> scratch(threads, loom::flash::backward_scratch(nq, nk, d, dv));
+    parallel::run(bh * chunks, threads, [&](int worker, std::int64_t item) {
+      const std::int64_t head = item / chunks, chunk = item % chunks;
+      T* out = (chunk == 0 ? dq : second.data()) + head * nq * d;
+      kern.backward_head(pr, scratch[worker], head, bounds[chunk], bounds[chunk + 1], out);
+    });
+    for (std::size_t n = 0; n < second.size(); ++n) dq[n] += second[n];
+  });
+  if (autograd::needs_recording({&grad, &q, &k, &v}))
+    autograd::record("flash_attention_backward", {grad, q, k, v}, grads,
+                     [](const std::vector<Tensor>&) -> std::vector<Tensor> {
+                       throw Error(
+                           "flash_attention_backward: the flash attention kernel is first-order only and cannot be "
+                           "differentiated again (nested tapes); use AttentionImpl::Math for higher-order gradients");
+                     });
+  return grads;
+}
+
+Tensor run_probabilities(const Prepared& p, const Forward& f) {
+  const std::int64_t bh = p.q.size(0) * p.q.size(1), nq = p.q.size(2), nk = p.k.size(2), d = p.q.size(3);
+  Tensor out = Tensor::zeros({p.q.size(0), p.q.size(1), nq, nk}, p.q.dtype());  // zero outside the band
+  visit_floating(p.q.dtype(), "attention_probabilities", [&]<class T>() {
+    loom::flash::Problem<T> pr = problem<T>(p);
+    pr.lse = f.lse.data<T>();
+    pr.p = out.data<T>();
+    const auto& kern = kernels<T>();
+    const std::int64_t blocks = query_blocks(nq), items = bh * blocks;
+    const int threads = thread_count(items, 2.0 * double(bh * nq * nk * d));
+    const Scratch<T> scratch(threads, loom::flash::forward_scratch(nk, d, p.v.size(3)));
+    parallel::run(items, threads, [&](int worker, std::int64_t item) {
+      kern.probabilities_block(pr, scratch[worker], item / blocks, item % blocks);
+    });
+  });
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+/// The forward kernel, recorded on the tape with the fused backward.
+std::pair<std::shared_ptr<const Prepared>, Forward> recorded_forward(const Tensor& q, const Tensor& k,
+                                                                      const Tensor& v, const AttentionOptions& o) {
+  auto prepared = std::make_shared<const Prepared>(prepare(q, k, v, o));
+  Forward f = run_forward(*prepared);
+  if (autograd::needs_recording({&q, &k, &v}))
+    autograd::record("flash_attention", {q, k, v}, {f.output}, [q, k, v, prepared, f](const std::vector<Tensor>& g) {
+      return run_backward(g[0], q, k, v, *prepared, f);
+    });
+  return {prepared, f};
+}
+
+}  // namespace
+
+Tensor forward(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& options) {
+  return recorded_forward(q, k, v, options).second.output;
+}
+
+AttentionOutputs forward_with_probabilities(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const AttentionOptions& options) {
+  const auto [prepared, f] = recorded_forward(q, k, v, options);
+  return {f.output, run_probabilities(*prepared, f)};
+}
+
+bool preferred(std::int64_t nq, std::int64_t nk, std::int64_t d, std::int64_t dv) {
+  // Measured (bench_attention, 8 heads, d = 64, AVX-512, 2 threads): flash and math break even near
+  // Nq = Nk = 64; below that one BLAS call per product beats the tiles' packing and dispatch.
+  return d <= 256 && dv <= 256 && nq * nk >= 64 * 64;
+}
+
+}  // namespace loom::ops::flash_attention

@@ -1,0 +1,11 @@
+// The AVX-512 instantiation of the flash attention kernels (16 floats / 8 doubles per vector). Compiled with
+// -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma -ffp-contract=fast (CMakeLists.txt); used only when the
+// CPU and the OS support AVX-512 F, BW, DQ and VL.
+// GCC 12 warns inside its own avx512fintrin.h about the deliberately undefined lanes of _mm512_undefined_*
+// (used by xsimd's conversions); the warning is about the header, not this code.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "framework/kernels/flash_attention_impl.hpp"
+
+namespace loom::flash {
+const KernelTable avx512_kernels = make_table<xsimd::avx512bw>();
+}  // namespace loom::flash

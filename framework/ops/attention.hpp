@@ -1,0 +1,46 @@
+#pragma once
+// scaled_dot_product_attention: softmax(q k^T * scale + mask) v over [batch, heads, seq, head_dim].
+#include <cstdint>
+#include <optional>
+
+#include "framework/tensor/tensor.hpp"
+
+namespace loom::ops {
+
+/// Math: the reference, composed from loom ops (O(Nq*Nk) memory, differentiable to any order).
+/// Flash: tiled online softmax, O(N) memory, first-order only. Auto picks the faster one for the sizes.
+enum class AttentionImpl { Auto, Math, Flash };
+
+struct AttentionOptions {
+  /// Broadcastable to [batch, heads, q_seq, k_seq]; boolean or float, true / nonzero = may attend.
+  Tensor mask = {};
+  /// Query i may attend key j only when j <= i (top-left aligned, as PyTorch and Keras).
+  bool causal = false;
+  /// Defaults to 1/sqrt(head_dim).
+  std::optional<double> scale = std::nullopt;
+  /// w > 0 keeps only |i - j| < w.
+  std::int64_t sliding_window = 0;
+  AttentionImpl impl = AttentionImpl::Auto;
+};
+
+/// q [B, H, Nq, d], k [B, H, Nk, d], v [B, H, Nk, dv] -> [B, H, Nq, dv]. A query row with no key it may
+/// attend yields zeros (and zero gradients), never NaN.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                    const AttentionOptions& options = {});
+
+/// The attention probabilities [B, H, Nq, Nk] that scaled_dot_product_attention applies to v, with the same
+/// options (fully masked rows are zeros). Always computed by the math path (options.impl is not consulted).
+Tensor attention_probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& options = {});
+
+struct AttentionOutputs {
+  Tensor output;         // [B, H, Nq, dv]
+  Tensor probabilities;  // [B, H, Nq, Nk]
+};
+
+/// Both at once. Math: both differentiable. Flash: the output from the tiled kernel (differentiable, first
+/// order) and the probabilities recomputed tile by tile from its saved logsumexp, so the O(Nq*Nk) score
+/// matrix exists only as this result; these probabilities are not recorded on the tape.
+AttentionOutputs scaled_dot_product_attention_with_probabilities(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                                 const AttentionOptions& options = {});
+
+}  // namespace loom::ops

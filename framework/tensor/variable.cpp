@@ -1,0 +1,66 @@
+#include "framework/tensor/variable.hpp"
+
+#include <cstring>
+
+#include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/tensor/detail/tensor_impl.hpp"
+
+namespace loom {
+
+namespace {
+/// assign_add/assign_sub take a delta of the variable's dtype that broadcasts to its shape.
+void check_update(const Variable& v, const Tensor& delta, const char* method) {
+  const bool fits = delta.defined() && delta.dtype() == v.dtype() && broadcasts_to(delta.shape(), v.shape());
+  check(fits, "Variable '{}'.{}: expected a {} tensor broadcastable to shape {}, got {}", v.name(), method,
+        v.dtype(), v.shape(), delta.defined() ? fmt::format("{} of shape {}", delta.dtype(), delta.shape()) : "undefined");
+}
+}  // namespace
+
+Variable::Variable(const Tensor& initial_value, std::string name, bool trainable) {
+  check(initial_value.defined(), "Variable '{}': the initial value is undefined", name);
+  Tensor value;
+  {
+    NoGradGuard no_grad;
+    value = ops::clone(initial_value);
+  }
+  value.impl().trainable = trainable && is_floating(value.dtype());
+  state_ = std::make_shared<State>(State{std::move(name), std::move(value)});
+}
+
+Variable::State& Variable::state() const {
+  if (!state_) throw Error("Variable: this variable is undefined (default-constructed)");
+  return *state_;
+}
+
+const std::string& Variable::name() const { return state().name; }
+void Variable::set_name(std::string name) { state().name = std::move(name); }
+const Tensor& Variable::value() const { return state().value; }
+bool Variable::trainable() const { return value().impl().trainable; }
+void Variable::set_trainable(bool trainable) { value().impl().trainable = trainable && is_floating(dtype()); }
+
+void Variable::assign(const Tensor& new_value) {
+  const Tensor& v = value();
+  check(new_value.defined() && new_value.shape() == v.shape() && new_value.dtype() == v.dtype(),
+        "Variable '{}'.assign: expected a {} tensor of shape {}, got {}", name(), v.dtype(), v.shape(),
+        new_value.defined() ? fmt::format("{} of shape {}", new_value.dtype(), new_value.shape()) : "undefined");
+  NoGradGuard no_grad;
+  const Tensor source = ops::contiguous(new_value);
+  if (source.shares_storage_with(v) && source.offset() == v.offset()) return;
+  std::memmove(v.impl().storage->data(), source.impl().storage->data() + source.offset() * dtype_size(v.dtype()),
+               std::size_t(v.numel()) * dtype_size(v.dtype()));
+}
+
+void Variable::assign_add(const Tensor& delta) {
+  check_update(*this, delta, "assign_add");
+  NoGradGuard no_grad;
+  assign(value() + delta);
+}
+
+void Variable::assign_sub(const Tensor& delta) {
+  check_update(*this, delta, "assign_sub");
+  NoGradGuard no_grad;
+  assign(value() - delta);
+}
+
+}  // namespace loom

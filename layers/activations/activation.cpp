@@ -1,0 +1,16 @@
+#include "layers/activations/activation.hpp"
+
+namespace loom::layers {
+
+Activation::Activation(std::string activation, ActivationOptions options)
+    : Layer("activation", options.name),
+      activation_name_(std::move(activation)),
+      activation_(activations::get(activation_name_, name())) {}
+
+Tensor Activation::call(const Tensor& x, bool) {
+  check(is_floating(x.dtype()), "{}: expected a float32 or float64 input, got {} of shape {}", name(), x.dtype(),
+        x.shape());
+  return activation_(x);
+}
+
+}  // namespace loom::layers

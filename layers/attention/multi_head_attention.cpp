@@ -1,0 +1,359 @@
+#include "layers/attention/multi_head_attention.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <tuple>
+#include <utility>
+
+#include "framework/ops/attention.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
+
+namespace loom::layers {
+
+namespace {
+
+char letter(std::int64_t i) { return char('a' + i); }
+
+struct ProjectionEquation {
+  std::string equation;
+  std::string bias_axes;
+  std::int64_t output_rank;
+};
+
+/// Keras's _build_proj_equation: `free` batch-like axes kept, `bound` axes contracted with the kernel,
+/// `output` new axes from the kernel (which carry the bias).
+ProjectionEquation projection_equation(std::int64_t free, std::int64_t bound, std::int64_t output) {
+  std::string input, kernel, out, bias;
+  for (std::int64_t i = 0; i < free; ++i) {
+    input += letter(i);
+    out += letter(i);
+  }
+  for (std::int64_t i = 0; i < bound; ++i) {
+    input += letter(free + i);
+    kernel += letter(free + i);
+  }
+  for (std::int64_t i = 0; i < output; ++i) {
+    kernel += letter(free + bound + i);
+    out += letter(free + bound + i);
+    bias += letter(free + bound + i);
+  }
+  return {input + "," + kernel + "->" + out, bias, std::int64_t(out.size())};
+}
+
+/// Keras's _get_output_shape: EinsumDense's output shape without the batch axis, -1 where the input decides.
+Shape projection_output_shape(std::int64_t output_rank, const Shape& known_last) {
+  Shape shape(std::size_t(output_rank - 1) - known_last.size(), -1);
+  shape.insert(shape.end(), known_last.begin(), known_last.end());
+  return shape;
+}
+
+/// Keras's _build_attention_equation for projected tensors of `rank` [B, <other>, <attention axes>, heads,
+/// dim]: scores = einsum(dot, key, query), output = einsum(combine, probabilities, value).
+std::pair<std::string, std::string> attention_equations(std::int64_t rank, const std::vector<std::int64_t>& axes) {
+  auto is_attention = [&](std::int64_t i) { return std::find(axes.begin(), axes.end(), i) != axes.end(); };
+  std::string target, source;
+  std::int64_t offset = rank;
+  for (std::int64_t i = 0; i < rank; ++i) target += letter(i);
+  for (std::int64_t i = 0; i < rank; ++i) source += is_attention(i) ? letter(offset++) : target[std::size_t(i)];
+  std::string product;
+  for (std::int64_t i = 0; i < rank - 1; ++i)
+    if (!is_attention(i)) product += target[std::size_t(i)];  // the batch axes, the heads included
+  for (auto a : axes) product += target[std::size_t(a)];
+  for (auto a : axes) product += source[std::size_t(a)];
+  return {source + "," + target + "->" + product, product + "," + source + "->" + target};
+}
+
+Shape with_last(Shape shape, std::int64_t last) {
+  shape.back() = last;
+  return shape;
+}
+
+}  // namespace
+
+MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options)
+    : Layer("multi_head_attention", options.name),
+      options_(std::move(options)),
+      value_dim_(options_.value_dim.value_or(options_.key_dim)) {
+  const auto& o = options_;
+  check(o.num_heads > 0, "{}: num_heads must be a positive integer, got {}", name(), o.num_heads);
+  check(o.key_dim > 0, "{}: key_dim must be a positive integer, got {}", name(), o.key_dim);
+  check(!o.value_dim || *o.value_dim > 0, "{}: value_dim must be a positive integer or unset, got {}", name(),
+        o.value_dim.value_or(0));
+  check(o.dropout >= 0.0 && o.dropout < 1.0, "{}: dropout must be in [0, 1), got {}", name(), o.dropout);
+  if (o.output_shape) {
+    output_shape_ = o.output_shape->dims;
+    check(!output_shape_.empty() && std::all_of(output_shape_.begin(), output_shape_.end(),
+                                                [](std::int64_t d) { return d > 0; }),
+          "{}: output_shape must be positive sizes, got {}", name(), output_shape_);
+  }
+  if (o.attention_axes) check(!o.attention_axes->empty(), "{}: attention_axes must not be empty", name());
+  check(!o.sliding_window || *o.sliding_window > 0, "{}: sliding_window must be a positive integer or unset, got {}",
+        name(), o.sliding_window.value_or(0));
+  check(!(o.flash_attention.value_or(false) && o.dropout > 0.0),
+        "{}: Dropout is not supported when flash attention is enabled. Please set dropout to 0.0 to use flash "
+        "attention (got dropout = {}).",
+        name(), o.dropout);
+  if (o.seed) dropout_seeds_ = random::Generator(*o.seed);
+}
+
+Shape MultiHeadAttention::compute_output_shape(const Shape& query_shape) const {
+  check(query_shape.size() >= 3, "{}: expected a query of rank >= 3 [batch, seq..., features], got {}", name(),
+        query_shape);
+  if (output_shape_.empty()) return query_shape;
+  Shape out(query_shape.begin(), query_shape.end() - 1);
+  out.insert(out.end(), output_shape_.begin(), output_shape_.end());
+  return out;
+}
+
+void MultiHeadAttention::build(const Shape& input_shape) {
+  build_from(input_shape, input_shape, input_shape, dtype());
+}
+
+void MultiHeadAttention::build_from(const Shape& query_shape, const Shape& value_shape, const Shape& key_shape,
+                                    DType dtype) {
+  const auto rank = std::int64_t(query_shape.size());
+  check(rank >= 3, "{}: expected a query of rank >= 3 [batch, seq..., features], got {}", name(), query_shape);
+  check(std::int64_t(value_shape.size()) == rank && std::int64_t(key_shape.size()) == rank,
+        "{}: query, value and key must have the same rank, got query {}, value {}, key {}", name(), query_shape,
+        value_shape, key_shape);
+  check(Shape(value_shape.begin() + 1, value_shape.end() - 1) == Shape(key_shape.begin() + 1, key_shape.end() - 1),
+        "{}: all dimensions of value and key except the batch and the last must be equal, got value {} and key {}",
+        name(), value_shape, key_shape);
+
+  // The projected tensors are [B, <input axes 1..rank-2>, heads, dim]; attention runs over some of the input's
+  // middle axes (Keras normalizes a negative axis against the projected rank).
+  const std::int64_t projected_rank = rank + 1;
+  std::vector<std::int64_t> axes;
+  if (options_.attention_axes) {
+    for (auto a : *options_.attention_axes) {
+      const std::int64_t axis = a >= 0 ? a : projected_rank - 1 + a;
+      check(axis >= 1 && axis <= rank - 2 && std::find(axes.begin(), axes.end(), axis) == axes.end(),
+            "{}: attention_axes {} must be distinct axes of the query {} other than the batch and feature axes "
+            "(1 .. {})",
+            name(), *options_.attention_axes, query_shape, rank - 2);
+      axes.push_back(axis);
+    }
+  } else {
+    for (std::int64_t i = 1; i <= rank - 2; ++i) axes.push_back(i);
+  }
+
+  rank_ = rank;
+  query_features_ = query_shape.back();
+  value_features_ = value_shape.back();
+  key_features_ = key_shape.back();
+  attention_axes_ = axes;
+  std::tie(dot_product_equation_, combine_equation_) = attention_equations(projected_rank, axes);
+  const auto score_rank = std::int64_t(dot_product_equation_.size() - dot_product_equation_.find('>') - 1);
+  softmax_axes_.clear();
+  for (std::int64_t i = score_rank - std::int64_t(axes.size()); i < score_rank; ++i) softmax_axes_.push_back(i);
+
+  // The children in Keras's order, which is the order of the weights: query, key, [gate], value, output.
+  const ProjectionEquation proj = projection_equation(rank - 1, 1, 2);
+  auto projection = [&](const char* child, std::int64_t head_size, const Shape& input_shape,
+                        const std::string& activation) {
+    EinsumDense& dense = add_layer(EinsumDense(
+        proj.equation, projection_output_shape(proj.output_rank, {options_.num_heads, head_size}),
+        {.activation = activation,
+         .bias_axes = options_.use_bias ? std::optional(proj.bias_axes) : std::nullopt,
+         .kernel_initializer = options_.kernel_initializer,
+         .bias_initializer = options_.bias_initializer,
+         .name = child}));
+    dense.maybe_build(input_shape, dtype);
+    return &dense;
+  };
+  query_dense_ = projection("query", options_.key_dim, query_shape, "");
+  key_dense_ = projection("key", options_.key_dim, key_shape, "");
+  if (options_.use_gate) gate_dense_ = projection("gate", value_dim_, query_shape, "sigmoid");
+  value_dense_ = projection("value", value_dim_, value_shape, "");
+
+  const Shape out_dims = output_shape_.empty() ? Shape{query_shape.back()} : output_shape_;
+  const ProjectionEquation out = projection_equation(rank - 1, 2, std::int64_t(out_dims.size()));
+  output_dense_ = &add_layer(EinsumDense(
+      out.equation, projection_output_shape(out.output_rank, out_dims),
+      {.bias_axes = options_.use_bias ? std::optional(out.bias_axes) : std::nullopt,
+       .kernel_initializer = options_.kernel_initializer,
+       .bias_initializer = options_.bias_initializer,
+       .name = "attention_output"}));
+  Shape attended = with_last(query_dense_->compute_output_shape(query_shape), value_dim_);
+  output_dense_->maybe_build(attended, dtype);
+}
+
+void MultiHeadAttention::check_inputs(const Tensor& query, const Tensor& value, const Tensor& key) const {
+  check(query.defined() && value.defined() && key.defined(), "{}: query, value and key must be defined tensors",
+        name());
+  check(is_floating(query.dtype()) && query.dtype() == value.dtype() && query.dtype() == key.dtype(),
+        "{}: query, value and key must all be float32 or all float64, got query {} {}, value {} {}, key {} {}",
+        name(), query.dtype(), query.shape(), value.dtype(), value.shape(), key.dtype(), key.shape());
+  check(query.dtype() == dtype(), "{}: the layer was built for {} inputs, got query {} {}", name(), dtype(),
+        query.dtype(), query.shape());
+  check(query.ndim() == rank_ && value.ndim() == rank_ && key.ndim() == rank_,
+        "{}: expected query, value and key of rank {} (as when the layer was built), got query {}, value {}, key {}",
+        name(), rank_, query.shape(), value.shape(), key.shape());
+  check(query.size(0) == value.size(0) && query.size(0) == key.size(0),
+        "{}: query, value and key must have the same batch size, got query {}, value {}, key {}", name(),
+        query.shape(), value.shape(), key.shape());
+  check(Shape(value.shape().begin() + 1, value.shape().end() - 1) ==
+            Shape(key.shape().begin() + 1, key.shape().end() - 1),
+        "{}: value {} and key {} must have the same sequence dimensions", name(), value.shape(), key.shape());
+  check(query.size(-1) == query_features_ && value.size(-1) == value_features_ && key.size(-1) == key_features_,
+        "{}: the layer was built for feature sizes query {}, value {}, key {}, got query {}, value {}, key {}", name(),
+        query_features_, value_features_, key_features_, query.shape(), value.shape(), key.shape());
+}
+
+Tensor MultiHeadAttention::check_mask(const Tensor& mask, const char* what, const Shape& expected) const {
+  check(mask.dtype() == DType::boolean || mask.dtype() == DType::i64 || is_floating(mask.dtype()),
+        "{}: {} must be boolean or numeric (nonzero = may attend), got {} of shape {}", name(), what, mask.dtype(),
+        mask.shape());
+  check(mask.shape() == expected, "{}: {} must have shape {}, got {}", name(), what, expected, mask.shape());
+  return ops::cast(mask, DType::boolean);
+}
+
+Tensor MultiHeadAttention::explicit_mask(const Tensor& query, const Tensor& value,
+                                         const MultiHeadAttentionCall& o) const {
+  const bool input_masks = o.query_mask.defined() || o.value_mask.defined() || o.key_mask.defined();
+  check(rank_ == 3 || !(input_masks || o.use_causal_mask || options_.sliding_window),
+        "{}: query_mask, value_mask, key_mask, use_causal_mask and sliding_window need inputs of rank 3 "
+        "[batch, seq, features], got query {} and value {}; use attention_mask",
+        name(), query.shape(), value.shape());
+  Tensor mask;  // Keras's auto mask: [B, T, 1] & [B, 1, S] & [B, 1, S]
+  auto both = [&](const Tensor& m) { mask = mask.defined() ? ops::logical_and(mask, m) : m; };
+  const std::int64_t batch = query.size(0), t = query.size(1), s = value.size(1);
+  if (o.query_mask.defined()) both(ops::expand_dims(check_mask(o.query_mask, "query_mask", {batch, t}), -1));
+  if (o.value_mask.defined()) both(ops::expand_dims(check_mask(o.value_mask, "value_mask", {batch, s}), -2));
+  if (o.key_mask.defined()) both(ops::expand_dims(check_mask(o.key_mask, "key_mask", {batch, s}), -2));
+  if (!o.attention_mask.defined()) return mask;
+
+  const Tensor& a = o.attention_mask;
+  check(a.dtype() == DType::boolean || a.dtype() == DType::i64 || is_floating(a.dtype()),
+        "{}: attention_mask must be boolean or numeric (nonzero = may attend), got {} of shape {}", name(), a.dtype(),
+        a.shape());
+  if (rank_ != 3) {
+    // Other ranks: Keras inserts axes at -2*len(attention_axes)-1 up to the scores' rank; checked there.
+    const auto axes = std::int64_t(attention_axes_.size());
+    check(a.ndim() >= 2 * axes && a.ndim() <= rank_ + axes,
+          "{}: attention_mask of shape {} must have between {} and {} dimensions for query {}", name(), a.shape(),
+          2 * axes, rank_ + axes, query.shape());
+    return ops::cast(a, DType::boolean);
+  }
+  const std::int64_t heads = options_.num_heads;
+  const bool per_head = a.ndim() == 4;
+  check((a.ndim() >= 2 && a.ndim() <= 3 && broadcasts_to(a.shape(), {batch, t, s})) ||
+            (per_head && broadcasts_to(a.shape(), {batch, heads, t, s})),
+        "{}: attention_mask of shape {} must broadcast to [batch, T, S] = {} (or [batch, heads, T, S] = {}), for "
+        "query {} and value {}",
+        name(), a.shape(), Shape{batch, t, s}, Shape{batch, heads, t, s}, query.shape(), value.shape());
+  Tensor attention = ops::cast(a, DType::boolean);
+  if (!mask.defined()) return attention;
+  // The auto mask is [B, T, S]-like: put it under a per-head mask's heads axis (Keras would align it
+  // right-to-left there, misplacing the batch axis).
+  return ops::logical_and(attention, per_head ? ops::expand_dims(mask, 1) : mask);
+}
+
+Tensor MultiHeadAttention::masked_softmax(const Tensor& scores, const Tensor& mask) const {
+  auto softmax = [&](const Tensor& x) {
+    if (softmax_axes_.size() == 1) return ops::softmax(x, -1);
+    return ops::exp(x - ops::logsumexp(x, softmax_axes_, /*keepdims=*/true));
+  };
+  if (!mask.defined()) return softmax(scores);
+  // Keras's Softmax with a mask: masked logits become -1e9, and masked probabilities exactly 0, so a row
+  // with no key left is all zeros instead of uniform.
+  const DType dtype = scores.dtype();
+  const Tensor p = softmax(ops::where(mask, scores, Tensor::scalar(-1e9, dtype)));
+  return ops::where(mask, p, Tensor::scalar(0.0, dtype));
+}
+
+AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& value_in,
+                                            const MultiHeadAttentionCall& o, bool want_scores) {
+  check(query.defined() && value_in.defined(), "{}: query and value must be defined tensors", name());
+  const Tensor& key_in = o.key.defined() ? o.key : value_in;
+  if (!built()) {
+    check(is_floating(query.dtype()), "{}: query must be float32 or float64, got {} of shape {}", name(),
+          query.dtype(), query.shape());
+    NoGradGuard no_grad;
+    build_from(query.shape(), value_in.shape(), key_in.shape(), query.dtype());
+    mark_built(query.dtype());
+  }
+  check_inputs(query, value_in, key_in);
+
+  const Tensor mask = explicit_mask(query, value_in, o);
+  const Tensor gate = gate_dense_ != nullptr ? (*gate_dense_)(query) : Tensor();
+  const Tensor q = (*query_dense_)(query);    // [B, T, N, H]
+  const Tensor k = (*key_dense_)(key_in);     // [B, S, N, H]
+  const Tensor v = (*value_dense_)(value_in);  // [B, S, N, Hv]
+  const double scale = 1.0 / std::sqrt(double(options_.key_dim));
+  const std::int64_t window = options_.sliding_window.value_or(0);
+
+  Tensor attended, scores;
+  if (options_.dropout == 0.0 && rank_ == 3) {
+    // Keras's fused path: the op on [B, N, T, d] views; causal and window stay flags so a tiled kernel can
+    // skip whole blocks. Scores come from the same op (with flash: recomputed from its saved logsumexp).
+    const std::vector<std::int64_t> heads_first{0, 2, 1, 3};
+    const ops::AttentionImpl impl = !options_.flash_attention ? ops::AttentionImpl::Auto
+                                    : *options_.flash_attention ? ops::AttentionImpl::Flash
+                                                                : ops::AttentionImpl::Math;
+    const ops::AttentionOptions attention{.mask = mask.defined() && mask.ndim() == 3 ? ops::expand_dims(mask, 1) : mask,
+                                          .causal = o.use_causal_mask,
+                                          .scale = scale,
+                                          .sliding_window = window,
+                                          .impl = impl};
+    const Tensor qh = ops::permute(q, heads_first), kh = ops::permute(k, heads_first);
+    const Tensor vh = ops::permute(v, heads_first);
+    Tensor o4;
+    if (want_scores) {
+      auto both = ops::scaled_dot_product_attention_with_probabilities(qh, kh, vh, attention);
+      o4 = both.output;
+      scores = both.probabilities;
+    } else {
+      o4 = ops::scaled_dot_product_attention(qh, kh, vh, attention);
+    }
+    attended = ops::permute(o4, heads_first);  // [B, T, N, Hv]
+  } else {
+    // Keras's manual path: the query scaled, einsum scores, masked softmax, dropout, einsum combine.
+    scores = ops::einsum(dot_product_equation_, k, q * scale);  // [B, N, T, S] for rank-3 inputs
+    const auto score_rank = scores.ndim();
+    Tensor full = mask;
+    if (full.defined()) {
+      const auto at = -2 * std::int64_t(attention_axes_.size()) - 1;
+      while (full.ndim() < score_rank) full = ops::expand_dims(full, at);
+      check(broadcasts_to(full.shape(), scores.shape()),
+            "{}: attention_mask of shape {} does not broadcast to the attention scores {} (after Keras's expansion "
+            "to {})",
+            name(), o.attention_mask.defined() ? o.attention_mask.shape() : mask.shape(), scores.shape(),
+            full.shape());
+    }
+    if (o.use_causal_mask || window > 0) {
+      const std::int64_t t = scores.size(-2), s = scores.size(-1);
+      Tensor structural = Tensor::zeros({1, 1, t, s}, DType::boolean);
+      bool* allowed = structural.data<bool>();
+      for (std::int64_t i = 0; i < t; ++i)
+        for (std::int64_t j = 0; j < s; ++j)
+          allowed[i * s + j] = (!o.use_causal_mask || j <= i) && (window == 0 || std::abs(i - j) < window);
+      full = full.defined() ? ops::logical_and(full, structural) : structural;
+    }
+    scores = masked_softmax(scores, full);
+    Tensor dropped = scores;
+    if (options_.dropout > 0.0 && o.training)  // a seed is drawn only for a mask actually drawn, as Keras
+      dropped = ops::dropout(scores, options_.dropout, /*training=*/true,
+                             options_.seed ? std::optional(dropout_seeds_.next()) : std::nullopt);
+    attended = ops::einsum(combine_equation_, dropped, v);
+  }
+  if (gate.defined()) attended = attended * gate;
+  return {(*output_dense_)(attended), scores};
+}
+
+Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options) {
+  return run(query, value, options, false).output;
+}
+
+AttentionWithScores MultiHeadAttention::call_with_scores(const Tensor& query, const Tensor& value,
+                                                         const MultiHeadAttentionCall& options) {
+  return run(query, value, options, true);
+}
+
+Tensor MultiHeadAttention::call(const Tensor& x, bool training) {
+  return run(x, x, {.training = training}, false).output;
+}
+
+}  // namespace loom::layers

@@ -1,0 +1,50 @@
+#pragma once
+// Dense (keras.layers.Dense): y = activation(x @ kernel + bias) on the last axis of an input of any rank >= 2.
+//
+//   L::Dense hidden(64, {.activation = "relu"});
+//   Tensor y = hidden(x);   // x [batch, ..., in] -> y [batch, ..., 64]; kernel [in, 64], bias [64]
+//
+// Unlike PyTorch's Linear (weight [out, in]), the kernel is [in, units], as in Keras.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "layers/activations/activation_functions.hpp"
+#include "layers/layer.hpp"
+
+namespace loom::layers {
+
+struct DenseOptions {
+  std::string activation = "";  // a Keras activation name; "" = none
+  bool use_bias = true;
+  Initializer kernel_initializer = "glorot_uniform";
+  Initializer bias_initializer = "zeros";
+  std::optional<std::string> name = std::nullopt;
+};
+
+class Dense : public Layer {
+ public:
+  explicit Dense(std::int64_t units, DenseOptions options = {});
+
+  Shape compute_output_shape(const Shape& input_shape) const override;
+
+  std::int64_t units() const { return units_; }
+  /// The weights; undefined until the layer is built (bias also without use_bias).
+  const Variable& kernel() const { return kernel_; }
+  const Variable& bias() const { return bias_; }
+
+ protected:
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  void check_input(const Shape& input_shape) const;
+
+  std::int64_t units_;
+  DenseOptions options_;
+  activations::ActivationFn activation_;
+  Variable kernel_;
+  Variable bias_;
+};
+
+}  // namespace loom::layers

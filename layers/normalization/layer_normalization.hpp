@@ -1,0 +1,48 @@
+#pragma once
+// LayerNormalization (keras.layers.LayerNormalization): normalizes each sample over `axis` (one axis or
+// several) to zero mean and unit (biased) variance, then scales by gamma and shifts by beta.
+//
+//   L::LayerNormalization ln({.axis = -1, .epsilon = 1e-3, .center = true, .scale = true});
+//   L::LayerNormalization ln2({.axis = {1, 2}});     // over two axes; gamma/beta [d1, d2]
+//
+// y = (x - mean) / sqrt(var + epsilon) * gamma + beta, through the fused ops::layer_norm. Weights: gamma
+// (if scale) then beta (if center), shaped like the normalized dimensions in increasing axis order. Keras
+// defaults: epsilon 1e-3 (PyTorch 1e-5). No difference between training and inference.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "framework/tensor/shape.hpp"
+#include "layers/layer.hpp"
+
+namespace loom::layers {
+
+struct LayerNormalizationOptions {
+  Axes axis = -1;
+  double epsilon = 1e-3;
+  bool center = true;
+  bool scale = true;
+  Initializer beta_initializer = "zeros";
+  Initializer gamma_initializer = "ones";
+  std::optional<std::string> name = std::nullopt;
+};
+
+class LayerNormalization : public Layer {
+ public:
+  explicit LayerNormalization(LayerNormalizationOptions options = {});
+
+  /// The normalized axes, non-negative and sorted, once built.
+  const std::vector<std::int64_t>& axes() const { return axes_; }
+
+ protected:
+  void build(const Shape& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  LayerNormalizationOptions options_;
+  std::vector<std::int64_t> axes_;
+  Shape built_shape_;
+  Variable gamma_, beta_;
+};
+
+}  // namespace loom::layers

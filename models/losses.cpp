@@ -1,0 +1,127 @@
+#include "models/losses.hpp"
+
+#include <string_view>
+#include <utility>
+
+#include "framework/ops/ops.hpp"
+
+// Every loss is composed of recorded loom ops, so its gradients (of any order) come from the ops' rules.
+
+namespace loom::losses {
+
+namespace {
+
+constexpr double kEpsilon = 1e-7;  // keras.backend.epsilon(): probabilities are clipped to [eps, 1 - eps]
+
+/// y_pred must be a float tensor of rank >= 1; y_true is cast to its dtype, as Keras does.
+std::pair<Tensor, Tensor> prepare(const Tensor& y_true, const Tensor& y_pred, std::string_view loss) {
+  check(y_true.defined() && y_pred.defined(), "{}: y_true or y_pred is undefined", loss);
+  check(is_floating(y_pred.dtype()), "{}: y_pred must be float32 or float64, got {} of shape {}", loss,
+        y_pred.dtype(), y_pred.shape());
+  check(y_pred.ndim() >= 1, "{}: y_pred must have rank >= 1, got a scalar", loss);
+  return {y_true.dtype() == y_pred.dtype() ? y_true : ops::cast(y_true, y_pred.dtype()), y_pred};
+}
+
+void check_same_shape(const Tensor& y_true, const Tensor& y_pred, std::string_view loss) {
+  check(y_true.shape() == y_pred.shape(), "{}: y_true and y_pred must have the same shape, got {} and {}", loss,
+        y_true.shape(), y_pred.shape());
+}
+
+/// Keras's squeeze_or_expand_to_same_rank: when the ranks differ by one and the longer shape ends in 1, a
+/// rank-1 partner is expanded ([N] with [N, 1]) and otherwise the trailing 1 is squeezed.
+std::pair<Tensor, Tensor> same_rank(Tensor a, Tensor b) {
+  if (a.ndim() == b.ndim() + 1 && a.shape().back() == 1) {
+    if (b.ndim() == 1) b = ops::expand_dims(b, -1);
+    else a = ops::squeeze(a, -1);
+  } else if (b.ndim() == a.ndim() + 1 && b.shape().back() == 1) {
+    if (a.ndim() == 1) a = ops::expand_dims(a, -1);
+    else b = ops::squeeze(b, -1);
+  }
+  return {a, b};
+}
+
+/// log of the class probabilities along `axis`: log_softmax of logits, or (Keras) the probabilities
+/// renormalized to sum to 1, clipped, then logged.
+Tensor log_probabilities(const Tensor& y_pred, std::int64_t axis, bool from_logits) {
+  if (from_logits) return ops::log_softmax(y_pred, axis);
+  const Tensor p = ops::div(y_pred, ops::sum(y_pred, {axis}, /*keepdims=*/true));
+  return ops::log(ops::clip(p, kEpsilon, 1.0 - kEpsilon));
+}
+
+void check_smoothing(double label_smoothing, std::string_view loss) {
+  check(label_smoothing >= 0.0 && label_smoothing <= 1.0, "{}: label_smoothing must be in [0, 1], got {}", loss,
+        label_smoothing);
+}
+
+}  // namespace
+
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare(y_true, y_pred, "mean_squared_error");
+  std::tie(t, p) = same_rank(t, p);
+  check_same_shape(t, p, "mean_squared_error");
+  return ops::mean(ops::square(ops::sub(t, p)), {-1});
+}
+
+Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare(y_true, y_pred, "mean_absolute_error");
+  std::tie(t, p) = same_rank(t, p);
+  check_same_shape(t, p, "mean_absolute_error");
+  return ops::mean(ops::abs(ops::sub(t, p)), {-1});
+}
+
+Tensor binary_crossentropy(const Tensor& y_true, const Tensor& y_pred, const CrossentropyOptions& options) {
+  const auto [from_logits, label_smoothing, axis] = options;
+  auto [t, p] = prepare(y_true, y_pred, "binary_crossentropy");
+  check_same_shape(t, p, "binary_crossentropy");
+  check_smoothing(label_smoothing, "binary_crossentropy");
+  const std::int64_t a = normalize_axis(axis, p.ndim(), "binary_crossentropy");
+  if (label_smoothing > 0.0) t = t * (1.0 - label_smoothing) + 0.5 * label_smoothing;
+  Tensor bce;
+  if (from_logits) {
+    // -t log(sigmoid(x)) - (1 - t) log(sigmoid(-x)), stable for any |x| (Keras's JAX backend).
+    bce = -(t * ops::log_sigmoid(p) + (1.0 - t) * ops::log_sigmoid(-p));
+  } else {
+    const Tensor q = ops::clip(p, kEpsilon, 1.0 - kEpsilon);
+    bce = -(t * ops::log(q) + (1.0 - t) * ops::log(1.0 - q));
+  }
+  return ops::mean(bce, {a});
+}
+
+Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, const CrossentropyOptions& options) {
+  const auto [from_logits, label_smoothing, axis] = options;
+  auto [t, p] = prepare(y_true, y_pred, "categorical_crossentropy");
+  check_same_shape(t, p, "categorical_crossentropy");
+  check_smoothing(label_smoothing, "categorical_crossentropy");
+  const std::int64_t a = normalize_axis(axis, p.ndim(), "categorical_crossentropy");
+  if (label_smoothing > 0.0)
+    t = t * (1.0 - label_smoothing) + label_smoothing / double(p.shape()[std::size_t(a)]);
+  return -ops::sum(t * log_probabilities(p, a, from_logits), {a});
+}
+
+Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred,
+                                       const SparseCrossentropyOptions& options) {
+  const auto [from_logits, axis] = options;
+  constexpr std::string_view loss = "sparse_categorical_crossentropy";
+  check(y_true.defined() && y_pred.defined(), "{}: y_true or y_pred is undefined", loss);
+  check(is_floating(y_pred.dtype()), "{}: y_pred must be float32 or float64, got {} of shape {}", loss,
+        y_pred.dtype(), y_pred.shape());
+  check(y_pred.ndim() >= 1, "{}: y_pred must have rank >= 1, got a scalar", loss);
+  check(y_true.dtype() == DType::i64, "{}: y_true must hold int64 class ids, got {} of shape {}", loss,
+        y_true.dtype(), y_true.shape());
+  const std::int64_t a = normalize_axis(axis, y_pred.ndim(), loss);
+  // Keras accepts labels with a size-1 class axis ([N, 1] for [N, C]) and squeezes it.
+  Tensor labels = y_true;
+  if (labels.ndim() == y_pred.ndim() && labels.shape()[std::size_t(a)] == 1) labels = ops::squeeze(labels, a);
+  Shape expected = y_pred.shape();
+  expected.erase(expected.begin() + a);
+  check(labels.shape() == expected,
+        "{}: y_true must have y_pred's shape without the class axis {}: got y_true {} and y_pred {} (expected {})",
+        loss, axis, y_true.shape(), y_pred.shape(), expected);
+  const std::int64_t classes = y_pred.shape()[std::size_t(a)];
+  ops::check_class_labels(labels, classes, loss);
+  // Picks each label's log-probability (no one-hot product, so a -inf logit elsewhere cannot give 0 * -inf).
+  const Tensor picked = ops::take_along_axis(log_probabilities(y_pred, a, from_logits), ops::expand_dims(labels, a), a);
+  return -ops::squeeze(picked, a);
+}
+
+}  // namespace loom::losses

@@ -1,0 +1,212 @@
+#include "models/metrics.hpp"
+
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "framework/ops/ops.hpp"
+#include "framework/autograd/tape.hpp"
+#include "models/losses.hpp"
+
+namespace loom::layers::metrics {
+
+namespace {
+
+/// Keras's reduce_to_samplewise_values followed by Mean's update: the sum over the first axis of each row's
+/// mean, and the number of rows (a scalar is one sample).
+std::pair<double, double> samplewise_sum(const Tensor& values, std::string_view owner) {
+  const std::vector<double> v = values.to_vector<double>();
+  if (values.ndim() == 0) return {v[0], 1.0};
+  const std::int64_t rows = values.shape()[0];
+  if (rows == 0) return {0.0, 0.0};
+  const std::size_t per_row = v.size() / std::size_t(rows);
+  check(per_row > 0, "{}: every sample needs at least one value, got values of shape {}", owner, values.shape());
+  double sum = 0.0;
+  for (std::size_t r = 0; r < std::size_t(rows); ++r) {
+    double row = 0.0;
+    for (std::size_t i = r * per_row; i < (r + 1) * per_row; ++i) row += v[i];
+    sum += row / double(per_row);
+  }
+  return {sum, double(rows)};
+}
+
+/// y_pred must be a float tensor of rank >= 1 (the accuracies compare its argmax or threshold).
+void check_prediction(const Tensor& y_true, const Tensor& y_pred, std::string_view fn) {
+  check(y_true.defined() && y_pred.defined(), "{}: y_true or y_pred is undefined", fn);
+  check(is_floating(y_pred.dtype()), "{}: y_pred must be float32 or float64, got {} of shape {}", fn, y_pred.dtype(),
+        y_pred.shape());
+  check(y_pred.ndim() >= 1, "{}: y_pred must have rank >= 1, got a scalar", fn);
+}
+
+/// Keras pairs [N] labels with [N, 1] predictions (and the reverse): the longer one loses its trailing 1.
+Tensor drop_trailing_one(const Tensor& x, const Tensor& other) {
+  return x.ndim() == other.ndim() + 1 && x.shape().back() == 1 ? ops::squeeze(x, -1) : x;
+}
+
+}  // namespace
+
+// ---- per-sample functions --------------------------------------------------------------------------------------
+
+Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double threshold) {
+  check_prediction(y_true, y_pred, "binary_accuracy");
+  const Tensor t = drop_trailing_one(y_true, y_pred), p = drop_trailing_one(y_pred, y_true);
+  check(t.shape() == p.shape(), "binary_accuracy: y_true and y_pred must have the same shape, got {} and {}",
+        y_true.shape(), y_pred.shape());
+  const DType dtype = p.dtype();
+  // As Keras: the predicted class (0 or 1) must equal the label exactly, so a soft label never matches.
+  const Tensor predicted = ops::cast(ops::greater(p, Tensor::scalar(threshold, dtype)), dtype);
+  return ops::cast(ops::equal(ops::cast(t, dtype), predicted), dtype);
+}
+
+Tensor categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  check_prediction(y_true, y_pred, "categorical_accuracy");
+  check(y_true.shape() == y_pred.shape(),
+        "categorical_accuracy: y_true (one-hot) and y_pred must have the same shape, got {} and {}; for integer "
+        "labels use sparse_categorical_accuracy",
+        y_true.shape(), y_pred.shape());
+  const DType dtype = y_pred.dtype();
+  return ops::cast(ops::equal(ops::argmax(ops::cast(y_true, dtype), -1), ops::argmax(y_pred, -1)), dtype);
+}
+
+Tensor sparse_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  constexpr std::string_view fn = "sparse_categorical_accuracy";
+  check_prediction(y_true, y_pred, fn);
+  check(y_true.dtype() == DType::i64, "{}: y_true must hold int64 class ids, got {} of shape {}", fn, y_true.dtype(),
+        y_true.shape());
+  // Labels may keep a class axis of size 1 ([N, 1] for [N, C]), which Keras squeezes.
+  Tensor labels = y_true;
+  if (labels.ndim() == y_pred.ndim() && labels.shape().back() == 1) labels = ops::squeeze(labels, -1);
+  Shape expected = y_pred.shape();
+  expected.pop_back();
+  check(labels.shape() == expected,
+        "{}: y_true must have y_pred's shape without its last (class) axis: got y_true {} and y_pred {} "
+        "(expected {})",
+        fn, y_true.shape(), y_pred.shape(), expected);
+  ops::check_class_labels(labels, y_pred.shape().back(), fn);
+  return ops::cast(ops::equal(labels, ops::argmax(y_pred, -1)), y_pred.dtype());
+}
+
+// ---- stateful metrics ----------------------------------------------------------------------------------------
+
+MeanMetricWrapper::MeanMetricWrapper(MetricFunction fn, std::string name)
+    : Metric(std::move(name)), fn_(std::move(fn)) {
+  check(static_cast<bool>(fn_), "MeanMetricWrapper '{}': the metric function is empty", this->name());
+}
+
+void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  NoGradGuard no_grad;  // a metric never takes part in a gradient
+  Tensor values;
+  try {
+    values = fn_(y_true, y_pred);
+  } catch (const Error& e) {
+    // The function names itself; the metric's name tells which compiled metric it was ("accuracy", "mae").
+    throw Error(fmt::format("metric '{}': {}", name(), e.what()));
+  }
+  const auto [sum, count] = samplewise_sum(values, fmt::format("metric '{}'", name()));
+  accumulate(sum, count);
+}
+
+MeanSquaredError::MeanSquaredError(std::string name) : MeanMetricWrapper(losses::mean_squared_error, std::move(name)) {}
+
+MeanAbsoluteError::MeanAbsoluteError(std::string name)
+    : MeanMetricWrapper(losses::mean_absolute_error, std::move(name)) {}
+
+BinaryAccuracy::BinaryAccuracy(BinaryAccuracyOptions options)
+    : MeanMetricWrapper([threshold = options.threshold](
+                            const Tensor& t, const Tensor& p) { return binary_accuracy(t, p, threshold); },
+                        std::move(options.name)),
+      threshold_(options.threshold) {}
+
+CategoricalAccuracy::CategoricalAccuracy(std::string name) : MeanMetricWrapper(categorical_accuracy, std::move(name)) {}
+
+SparseCategoricalAccuracy::SparseCategoricalAccuracy(std::string name)
+    : MeanMetricWrapper(sparse_categorical_accuracy, std::move(name)) {}
+
+// ---- Mean ------------------------------------------------------------------------------------------------------
+
+void Mean::update_state(double value, double weight) {
+  check(std::isfinite(weight) && weight >= 0.0, "Mean '{}': the weight must be a finite number >= 0, got {}", name_,
+        weight);
+  total_ += value * weight;
+  count_ += weight;
+}
+
+void Mean::update_state(const Tensor& values) {
+  check(values.defined(), "Mean '{}': the values are undefined", name_);
+  const auto [sum, count] = samplewise_sum(values, fmt::format("Mean '{}'", name_));
+  total_ += sum;
+  count_ += count;
+}
+
+// ---- get -------------------------------------------------------------------------------------------------------
+
+namespace {
+
+template <class M>
+std::shared_ptr<Metric> make(std::string name) {
+  return std::make_shared<M>(std::move(name));
+}
+
+std::shared_ptr<Metric> make_binary(std::string name) {
+  return std::make_shared<BinaryAccuracy>(BinaryAccuracyOptions{.name = std::move(name)});
+}
+
+struct NamedMetric {
+  std::string_view name;
+  std::shared_ptr<Metric> (*make)(std::string name);
+};
+
+// Keras's metric strings: the snake_case name, the class name and the mse/mae aliases.
+constexpr std::array<NamedMetric, 14> kMetrics{{
+    {"mse", make<MeanSquaredError>},
+    {"MSE", make<MeanSquaredError>},
+    {"mean_squared_error", make<MeanSquaredError>},
+    {"MeanSquaredError", make<MeanSquaredError>},
+    {"mae", make<MeanAbsoluteError>},
+    {"MAE", make<MeanAbsoluteError>},
+    {"mean_absolute_error", make<MeanAbsoluteError>},
+    {"MeanAbsoluteError", make<MeanAbsoluteError>},
+    {"binary_accuracy", make_binary},
+    {"BinaryAccuracy", make_binary},
+    {"categorical_accuracy", make<CategoricalAccuracy>},
+    {"CategoricalAccuracy", make<CategoricalAccuracy>},
+    {"sparse_categorical_accuracy", make<SparseCategoricalAccuracy>},
+    {"SparseCategoricalAccuracy", make<SparseCategoricalAccuracy>},
+}};
+
+bool is_accuracy(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return lower == "accuracy" || lower == "acc";
+}
+
+}  // namespace
+
+std::shared_ptr<Metric> get(std::string_view name, const Shape& y_true_shape, const Shape& y_pred_shape) {
+  const std::string given(name);
+  if (is_accuracy(name)) {
+    check(!y_true_shape.empty() && !y_pred_shape.empty(),
+          "metrics::get: '{}' chooses binary, sparse or categorical accuracy from the shapes, which needs y_true "
+          "and y_pred of rank >= 1; got {} and {}",
+          given, y_true_shape, y_pred_shape);
+    // Keras's rule (compile_utils.is_binary_or_sparse_categorical): one output unit is binary; labels without
+    // the class axis, or with it of size 1 against several classes, are sparse; anything else categorical.
+    if (y_pred_shape.back() == 1) return make_binary(given);
+    if (y_true_shape.size() < y_pred_shape.size() || (y_true_shape.back() == 1 && y_pred_shape.back() > 1))
+      return make<SparseCategoricalAccuracy>(given);
+    return make<CategoricalAccuracy>(given);
+  }
+  for (const NamedMetric& m : kMetrics)
+    if (m.name == name) return m.make(given);
+  std::vector<std::string_view> known{"accuracy", "acc"};
+  for (const NamedMetric& m : kMetrics) known.push_back(m.name);
+  throw Error(fmt::format("metrics::get: unknown metric '{}'; known: {} ('accuracy' and 'acc', in any case, choose "
+                          "by the shapes of y_true and y_pred)",
+                          given, fmt::join(known, ", ")));
+}
+
+}  // namespace loom::layers::metrics

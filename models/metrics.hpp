@@ -1,0 +1,142 @@
+#pragma once
+// Metrics with Keras's stateful protocol: update_state() accumulates over batches, result() reads the value
+// so far, reset_state() starts over (fit resets them at each epoch). Values accumulate in double, weighted by
+// sample count, so an epoch's result equals the metric over all its samples.
+//
+//   L::metrics::SparseCategoricalAccuracy acc;
+//   acc.update_state(labels, logits);   acc.result();   acc.reset_state();
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "framework/tensor/tensor.hpp"
+
+namespace loom::layers::metrics {
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  /// The key in fit's logs ("accuracy", "mae", "loss").
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+  /// Accumulates one batch. Shapes follow the matching loss (loom::losses); a mismatch is a loom::Error
+  /// naming the metric and both shapes.
+  virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
+  /// The value over everything since the last reset (0 before any update, as Keras).
+  double result() const { return count_ > 0.0 ? total_ / count_ : 0.0; }
+  void reset_state() { total_ = 0.0; count_ = 0.0; }
+  /// The running mean's state, result() = total() / count(): what data-parallel fit sums over the ranks.
+  double total() const { return total_; }
+  double count() const { return count_; }
+
+ protected:
+  explicit Metric(std::string name) : name_(std::move(name)) {}
+  /// Adds `sum` over `count` samples to the running mean.
+  void accumulate(double sum, double count) { total_ += sum; count_ += count; }
+
+ private:
+  std::string name_;
+  double total_ = 0.0;
+  double count_ = 0.0;
+};
+
+/// A metric by Keras string, resolved for these shapes of y_true and y_pred: "accuracy"/"acc" (and
+/// "crossentropy"-style auto-selection) picks binary, sparse categorical or categorical accuracy by Keras's
+/// rule; "mae", "mse", "mean_absolute_error", "mean_squared_error", "binary_accuracy",
+/// "categorical_accuracy", "sparse_categorical_accuracy". The metric is named by the string given.
+std::shared_ptr<Metric> get(std::string_view name, const Shape& y_true_shape, const Shape& y_pred_shape);
+
+// ---- Keras's metrics ----------------------------------------------------------------------------------------
+
+/// Per-sample values of a metric from (y_true, y_pred): shape [N] or [N, ...], one row per sample.
+using MetricFunction = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
+
+/// Keras's MeanMetricWrapper: the mean over all samples seen of `fn(y_true, y_pred)`. A sample's value is the
+/// mean of its row (values of shape [N, T] count N samples, each averaged over T), so batches of different
+/// sizes and lengths weigh by their number of samples, as in Keras. Computes without recording on any tape.
+class MeanMetricWrapper : public Metric {
+ public:
+  MeanMetricWrapper(MetricFunction fn, std::string name);
+  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+
+ private:
+  MetricFunction fn_;
+};
+
+class MeanSquaredError : public MeanMetricWrapper {
+ public:
+  explicit MeanSquaredError(std::string name = "mean_squared_error");
+};
+
+class MeanAbsoluteError : public MeanMetricWrapper {
+ public:
+  explicit MeanAbsoluteError(std::string name = "mean_absolute_error");
+};
+
+struct BinaryAccuracyOptions {
+  std::string name = "binary_accuracy";
+  /// y_pred above it counts as 1, at or below it as 0.
+  double threshold = 0.5;
+};
+
+/// The fraction of y_pred > threshold that equal y_true (0 or 1), per element; [N] labels pair with [N, 1]
+/// predictions.
+class BinaryAccuracy : public MeanMetricWrapper {
+ public:
+  explicit BinaryAccuracy(BinaryAccuracyOptions options = {});
+  double threshold() const { return threshold_; }
+
+ private:
+  double threshold_;
+};
+
+/// One-hot (or soft) y_true against y_pred of the same shape: does the argmax agree (first maximum on ties)?
+class CategoricalAccuracy : public MeanMetricWrapper {
+ public:
+  explicit CategoricalAccuracy(std::string name = "categorical_accuracy");
+};
+
+/// int64 class ids y_true of y_pred's shape without its last axis (or with it of size 1): is the id y_pred's
+/// argmax? Ids outside [0, classes) are an error.
+class SparseCategoricalAccuracy : public MeanMetricWrapper {
+ public:
+  explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy");
+};
+
+/// The per-sample functions behind the accuracies (keras.metrics.binary_accuracy, ...): 1 where the
+/// prediction is right, 0 elsewhere, in y_pred's float dtype, shaped like y_pred without the class axis
+/// (binary: like y_pred).
+Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double threshold = 0.5);
+Tensor categorical_accuracy(const Tensor& y_true, const Tensor& y_pred);
+Tensor sparse_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred);
+
+/// Keras's Mean: a weighted running mean of values, such as fit's loss tracker (each batch's loss weighted
+/// by its batch size). It is not a Metric: it averages given values rather than comparing y_true with y_pred,
+/// so compile does not take it.
+class Mean {
+ public:
+  explicit Mean(std::string name = "mean") : name_(std::move(name)) {}
+  const std::string& name() const { return name_; }
+
+  /// One value standing for `weight` samples (weight >= 0).
+  void update_state(double value, double weight = 1.0);
+  /// Values of weight 1: a scalar is one sample, [N] is N samples, and [N, ...] is N samples each averaged
+  /// over its other axes (Keras's Mean).
+  void update_state(const Tensor& values);
+  /// The weighted mean so far; 0 before any update or when every weight was 0, as Keras.
+  double result() const { return count_ > 0.0 ? total_ / count_ : 0.0; }
+  void reset_state() { total_ = 0.0; count_ = 0.0; }
+  /// The running mean's state, result() = total() / count().
+  double total() const { return total_; }
+  double count() const { return count_; }
+
+ private:
+  std::string name_;
+  double total_ = 0.0;
+  double count_ = 0.0;
+};
+
+}  // namespace loom::layers::metrics
