@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "framework/autograd/tape.hpp"
 #include "framework/distributed/collectives.hpp"
 #include "framework/tensor/error.hpp"
-#include "framework/autograd/tape.hpp"
 #include "models/model.hpp"
 
 namespace loom::layers {

@@ -8,8 +8,8 @@
 #include <utility>
 #include <vector>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "models/losses.hpp"
 
 namespace loom::layers::metrics {

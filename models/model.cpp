@@ -5,12 +5,12 @@
 #include <cmath>
 #include <set>
 
-#include "framework/distributed/collectives.hpp"
-#include "framework/tensor/error.hpp"
-#include "framework/ops/ops.hpp"
-#include "framework/tensor/random.hpp"
-#include "framework/io/safetensors.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/distributed/collectives.hpp"
+#include "framework/io/safetensors.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/tensor/error.hpp"
+#include "framework/tensor/random.hpp"
 #include "models/losses.hpp"
 #include "models/progbar.hpp"
 #include "models/summary.hpp"

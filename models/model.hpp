@@ -26,8 +26,8 @@
 #include <variant>
 #include <vector>
 
-#include "models/callback.hpp"
 #include "layers/layer.hpp"
+#include "models/callback.hpp"
 #include "models/metrics.hpp"
 #include "models/shared_arg.hpp"
 #include "optim/optimizer.hpp"

@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-#include "framework/tensor/error.hpp"
 #include "framework/ops/ops.hpp"
+#include "framework/tensor/error.hpp"
 
 namespace loom::optim {
 

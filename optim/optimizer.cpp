@@ -5,9 +5,9 @@
 #include <cmath>
 #include <set>
 
-#include "framework/tensor/error.hpp"
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/tensor/error.hpp"
 #include "optim/adam.hpp"
 #include "optim/adamw.hpp"
 #include "optim/rmsprop.hpp"

@@ -1,7 +1,7 @@
 #include "optim/sgd.hpp"
 
-#include "framework/tensor/error.hpp"
 #include "framework/ops/ops.hpp"
+#include "framework/tensor/error.hpp"
 
 namespace loom::optim {
 

@@ -30,6 +30,20 @@ struct TempDir {
   std::string file(const std::string& name) const { return (path / name).string(); }
 };
 
+/// While alive, the working directory is a fresh temporary folder: for examples that write files next to
+/// themselves as users' programs do, so that the suite runs from a read-only working directory too.
+struct TempWorkingDirectory {
+  TempDir dir;
+  std::filesystem::path previous = std::filesystem::current_path();
+  explicit TempWorkingDirectory(const std::string& kind) : dir(kind) { std::filesystem::current_path(dir.path); }
+  ~TempWorkingDirectory() {
+    std::error_code ignored;
+    std::filesystem::current_path(previous, ignored);
+  }
+  TempWorkingDirectory(const TempWorkingDirectory&) = delete;
+  TempWorkingDirectory& operator=(const TempWorkingDirectory&) = delete;
+};
+
 inline std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

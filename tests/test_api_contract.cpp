@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "loom.hpp"
+#include "tests/temp_files.hpp"
 
 using namespace loom;
 
@@ -77,6 +78,7 @@ TEST_CASE("the public API contract compiles and runs as written", "[api]") {
   Tensor as_tensor = weights[0];
   CHECK(as_tensor.shape() == Shape{16, 8, 64});
 
+  const loom::testing::TempWorkingDirectory cwd("api-contract");  // the files below land there
   const std::string path = "api_contract_x.npy";
   io::save_npy(path, x);
   Tensor x2 = io::load_npy(path);
@@ -106,6 +108,7 @@ TEST_CASE("the models part of the public API contract compiles and runs as writt
   std::ostringstream table;
   model.summary({.out = &table});
   CHECK(table.str().find("dense (Dense)") != std::string::npos);
+  const loom::testing::TempWorkingDirectory cwd("api-contract");
   const std::string path = "api_contract_model.safetensors";
   model.save_weights(path);
   model.load_weights(path);

@@ -26,11 +26,11 @@
 
 #include <fmt/format.h>
 
-#include "framework/ops/attention.hpp"
-#include "framework/runtime/blas.hpp"
-#include "framework/ops/ops.hpp"
-#include "framework/runtime/simd.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/attention.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/runtime/blas.hpp"
+#include "framework/runtime/simd.hpp"
 
 using namespace loom;
 

@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 
 using namespace loom;
 

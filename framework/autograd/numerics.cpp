@@ -8,8 +8,8 @@
 #include <string>
 
 #include "framework/kernels/dispatch.hpp"
-#include "framework/tensor/error.hpp"
 #include "framework/kernels/strided.hpp"
+#include "framework/tensor/error.hpp"
 
 namespace loom {
 

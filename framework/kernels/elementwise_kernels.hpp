@@ -16,8 +16,8 @@
 #include <tuple>
 #include <utility>
 
-#include "framework/runtime/detail/parallel.hpp"
 #include "framework/kernels/strided.hpp"
+#include "framework/runtime/detail/parallel.hpp"
 #include "framework/tensor/tensor.hpp"
 
 namespace loom::kernels {

@@ -8,13 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "framework/autograd/record.hpp"
+#include "framework/autograd/tape.hpp"
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/flash_attention_kernels.hpp"
 #include "framework/ops/elementwise.hpp"
 #include "framework/runtime/detail/parallel.hpp"
 #include "framework/runtime/simd.hpp"
-#include "framework/autograd/record.hpp"
-#include "framework/autograd/tape.hpp"
 
 namespace loom::ops::flash_attention {
 

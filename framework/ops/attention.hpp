@@ -1,5 +1,6 @@
 #pragma once
 // scaled_dot_product_attention: softmax(q k^T * scale + mask) v over [batch, heads, seq, head_dim].
+#include <concepts>
 #include <cstdint>
 #include <optional>
 
@@ -7,9 +8,26 @@
 
 namespace loom::ops {
 
-/// Math: the reference, composed from loom ops (O(Nq*Nk) memory, differentiable to any order).
-/// Flash: tiled online softmax, O(N) memory, first-order only. Auto picks the faster one for the sizes.
-enum class AttentionImpl { Auto, Math, Flash };
+/// Which implementation computes attention. Math: the reference, composed from loom ops (O(Nq*Nk) memory,
+/// differentiable to any order). Flash: tiled online softmax, O(N) memory, first-order only. Auto picks the
+/// faster one for the sizes. Keras's spelling, flash_attention = None / True / False, converts to Auto / Flash /
+/// Math, so this op's `.impl` and MultiHeadAttention's `.flash_attention` take the same values.
+class AttentionImpl {
+ public:
+  enum Choice { Auto, Math, Flash };
+  constexpr AttentionImpl(Choice choice = Auto) : choice_(choice) {}  // NOLINT: AttentionImpl::Flash converts
+  constexpr AttentionImpl(std::nullopt_t) : choice_(Auto) {}         // NOLINT: Keras's None
+  template <class Bool>
+    requires std::same_as<Bool, bool>
+  constexpr AttentionImpl(Bool flash) : choice_(flash ? Flash : Math) {}  // NOLINT: Keras's True / False, bool only
+  constexpr AttentionImpl(std::optional<bool> flash)  // NOLINT
+      : choice_(!flash ? Auto : *flash ? Flash : Math) {}
+  constexpr Choice choice() const { return choice_; }
+  constexpr bool operator==(const AttentionImpl&) const = default;
+
+ private:
+  Choice choice_;
+};
 
 struct AttentionOptions {
   /// Broadcastable to [batch, heads, q_seq, k_seq]; boolean or float, true / nonzero = may attend.

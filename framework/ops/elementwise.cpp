@@ -4,12 +4,12 @@
 #include <numbers>
 #include <type_traits>
 
+#include "framework/autograd/record.hpp"
+#include "framework/autograd/tape.hpp"
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/elementwise_kernels.hpp"
 #include "framework/ops/detail/input_checks.hpp"
 #include "framework/ops/ops.hpp"
-#include "framework/autograd/record.hpp"
-#include "framework/autograd/tape.hpp"
 
 namespace loom::ops {
 

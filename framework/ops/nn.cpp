@@ -4,14 +4,14 @@
 #include <cmath>
 #include <limits>
 
+#include "framework/autograd/record.hpp"
+#include "framework/autograd/tape.hpp"
 #include "framework/kernels/dispatch.hpp"
+#include "framework/kernels/strided.hpp"
 #include "framework/ops/detail/input_checks.hpp"
 #include "framework/ops/elementwise.hpp"
 #include "framework/ops/reduction.hpp"
 #include "framework/tensor/random.hpp"
-#include "framework/kernels/strided.hpp"
-#include "framework/autograd/record.hpp"
-#include "framework/autograd/tape.hpp"
 
 namespace loom::ops {
 

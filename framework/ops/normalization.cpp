@@ -5,14 +5,14 @@
 #include <cmath>
 #include <string>
 
+#include "framework/autograd/record.hpp"
+#include "framework/autograd/tape.hpp"
 #include "framework/kernels/dispatch.hpp"
+#include "framework/kernels/strided.hpp"
 #include "framework/ops/detail/input_checks.hpp"
 #include "framework/ops/elementwise.hpp"
 #include "framework/ops/shape.hpp"
 #include "framework/runtime/detail/parallel.hpp"
-#include "framework/kernels/strided.hpp"
-#include "framework/autograd/record.hpp"
-#include "framework/autograd/tape.hpp"
 
 // The kernels are plain loops over a strided walk (strided.hpp) rather than xtensor expressions: the point of
 // a fused normalization is to take the statistics, the normalization and the backward sums in as few passes

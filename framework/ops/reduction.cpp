@@ -4,14 +4,14 @@
 #include <cmath>
 #include <limits>
 
+#include "framework/autograd/record.hpp"
+#include "framework/autograd/tape.hpp"
 #include "framework/kernels/dispatch.hpp"
+#include "framework/kernels/strided.hpp"
 #include "framework/ops/detail/input_checks.hpp"
 #include "framework/ops/elementwise.hpp"
 #include "framework/ops/shape.hpp"
 #include "framework/runtime/detail/parallel.hpp"
-#include "framework/kernels/strided.hpp"
-#include "framework/autograd/record.hpp"
-#include "framework/autograd/tape.hpp"
 
 // The kernels are plain loops over a strided walk (strided.hpp) rather than xtensor reducers: one walk
 // serves sum, max, min, argmax and logsumexp over any strides (0-strided broadcasts included), float32 sums

@@ -1,5 +1,4 @@
 #include "framework/tensor/tensor.hpp"
-#include "framework/tensor/detail/tensor_impl.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -15,9 +14,10 @@
 #include <sys/mman.h>
 
 #include "framework/kernels/dispatch.hpp"
-#include "framework/ops/ops.hpp"
-#include "framework/tensor/random.hpp"
 #include "framework/kernels/strided.hpp"
+#include "framework/ops/ops.hpp"
+#include "framework/tensor/detail/tensor_impl.hpp"
+#include "framework/tensor/random.hpp"
 
 namespace loom {
 
@@ -182,7 +182,6 @@ Tensor filled(const Shape& shape, double value, DType dtype, std::string_view op
 }
 
 }  // namespace
-
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) { return fresh(shape, dtype, false, "Tensor::empty"); }
 

@@ -6,9 +6,9 @@
 #include <tuple>
 #include <utility>
 
+#include "framework/autograd/tape.hpp"
 #include "framework/ops/attention.hpp"
 #include "framework/ops/ops.hpp"
-#include "framework/autograd/tape.hpp"
 
 namespace loom::layers {
 
@@ -91,7 +91,7 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options)
   if (o.attention_axes) check(!o.attention_axes->empty(), "{}: attention_axes must not be empty", name());
   check(!o.sliding_window || *o.sliding_window > 0, "{}: sliding_window must be a positive integer or unset, got {}",
         name(), o.sliding_window.value_or(0));
-  check(!(o.flash_attention.value_or(false) && o.dropout > 0.0),
+  check(!(o.flash_attention == ops::AttentionImpl::Flash && o.dropout > 0.0),
         "{}: Dropout is not supported when flash attention is enabled. Please set dropout to 0.0 to use flash "
         "attention (got dropout = {}).",
         name(), o.dropout);
@@ -290,14 +290,11 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
     // Keras's fused path: the op on [B, N, T, d] views; causal and window stay flags so a tiled kernel can
     // skip whole blocks. Scores come from the same op (with flash: recomputed from its saved logsumexp).
     const std::vector<std::int64_t> heads_first{0, 2, 1, 3};
-    const ops::AttentionImpl impl = !options_.flash_attention ? ops::AttentionImpl::Auto
-                                    : *options_.flash_attention ? ops::AttentionImpl::Flash
-                                                                : ops::AttentionImpl::Math;
     const ops::AttentionOptions attention{.mask = mask.defined() && mask.ndim() == 3 ? ops::expand_dims(mask, 1) : mask,
                                           .causal = o.use_causal_mask,
                                           .scale = scale,
                                           .sliding_window = window,
-                                          .impl = impl};
+                                          .impl = options_.flash_attention};
     const Tensor qh = ops::permute(q, heads_first), kh = ops::permute(k, heads_first);
     const Tensor vh = ops::permute(v, heads_first);
     Tensor o4;

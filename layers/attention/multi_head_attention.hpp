@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/ops/attention.hpp"
 #include "framework/tensor/random.hpp"
 #include "layers/core/einsum_dense.hpp"
 #include "layers/layer.hpp"
@@ -54,9 +55,11 @@ struct MultiHeadAttentionOptions {
   std::optional<std::vector<std::int64_t>> attention_axes = std::nullopt;
   /// Query i may attend key j only when |i - j| < sliding_window.
   std::optional<std::int64_t> sliding_window = std::nullopt;
-  /// true: the flash implementation (an error with dropout, as Keras; scores are fine, unlike Keras); false:
-  /// the math one; nullopt: the op's choice (Auto). Unlike Keras, a per-layer false does force the math path.
-  std::optional<bool> flash_attention = std::nullopt;
+  /// The attention op's implementation, spelled as the op's `.impl` (ops::AttentionImpl) or as Keras does:
+  /// true / AttentionImpl::Flash the flash kernel (an error with dropout, as Keras; scores are fine, unlike
+  /// Keras); false / Math the reference; std::nullopt / Auto the op's choice by size. Unlike Keras, a
+  /// per-layer false does force the math path.
+  ops::AttentionImpl flash_attention = std::nullopt;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
   /// Keras 3.14's gate: output = attention_output(attention * sigmoid(gate(query))), with an EinsumDense

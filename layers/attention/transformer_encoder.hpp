@@ -19,11 +19,11 @@
 #include <optional>
 #include <string>
 
+#include "layers/attention/multi_head_attention.hpp"
 #include "layers/core/dense.hpp"
-#include "layers/regularization/dropout.hpp"
 #include "layers/layer.hpp"
 #include "layers/normalization/layer_normalization.hpp"
-#include "layers/attention/multi_head_attention.hpp"
+#include "layers/regularization/dropout.hpp"
 
 namespace loom::layers {
 
@@ -44,8 +44,8 @@ struct TransformerEncoderOptions {
   std::string activation = "relu";
   /// The LayerNormalization epsilon (KerasHub's and PyTorch's 1e-5, not the layer's default 1e-3).
   double epsilon = 1e-5;
-  /// Passed to the MultiHeadAttention (nullopt = auto).
-  std::optional<bool> flash_attention = std::nullopt;
+  /// Passed to the MultiHeadAttention: std::nullopt / Auto, true / Flash, false / Math.
+  ops::AttentionImpl flash_attention = std::nullopt;
   std::optional<std::string> name = std::nullopt;
 };
 

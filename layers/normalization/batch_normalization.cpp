@@ -1,7 +1,7 @@
 #include "layers/normalization/batch_normalization.hpp"
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "layers/normalization/detail/input_checks.hpp"
 
 namespace loom::layers {

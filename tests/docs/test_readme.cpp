@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "loom.hpp"
+#include "tests/temp_files.hpp"
 
 using namespace loom;
 
@@ -25,6 +26,7 @@ TEST_CASE("README section Keras in C++ compiles and trains", "[docs]") {
     std::streambuf* console;
     ~Redirect() { std::cout.rdbuf(console); }
   } redirect{std::cout.rdbuf(printed.rdbuf())};
+  const loom::testing::TempWorkingDirectory cwd("readme");  // where the example saves its weights
 
   // ---- README ----
   auto model = L::Sequential({

@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "loom.hpp"
+#include "tests/temp_files.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
@@ -77,12 +79,9 @@ TEST_CASE("training doc section Metrics: a metric on its own and compiled by nam
 }
 
 TEST_CASE("training doc section Callbacks: four callbacks in one fit", "[docs]") {
-  const auto folder = std::filesystem::temp_directory_path() / "loom_training_doc";
-  std::filesystem::remove_all(folder);
-  std::filesystem::create_directories(folder);
-  const auto previous = std::filesystem::current_path();
-  std::filesystem::current_path(folder);  // the example writes ckpt/ and training.csv where it runs
   {
+    const loom::testing::TempWorkingDirectory cwd("training-doc");  // the example writes ckpt/ and training.csv
+
     QuietStdout quiet;
     Tensor x = Tensor::randn({40, 2}, DType::f32, 1);
     Tensor y = x * 2.0;
@@ -103,8 +102,6 @@ TEST_CASE("training doc section Callbacks: four callbacks in one fit", "[docs]")
     CHECK(std::filesystem::exists("ckpt/epoch_01.safetensors"));
     CHECK(std::filesystem::file_size("training.csv") > 0);
   }
-  std::filesystem::current_path(previous);
-  std::filesystem::remove_all(folder);
 }
 
 TEST_CASE("training doc section Callbacks: LambdaCallback", "[docs]") {
@@ -131,18 +128,14 @@ TEST_CASE("training doc section Progbar: a bar driven by hand", "[docs]") {
 }
 
 TEST_CASE("training doc section safetensors: save, load, read", "[docs]") {
-  const auto folder = std::filesystem::temp_directory_path() / "loom_training_doc_io";
-  std::filesystem::create_directories(folder);
-  const auto previous = std::filesystem::current_path();
-  std::filesystem::current_path(folder);
+  std::optional<loom::testing::TempWorkingDirectory> cwd(std::in_place, "training-doc-io");
   const Tensor w = Tensor::randn({3, 2}, DType::f32, 1), b = Tensor::zeros({2});
   // doc
   io::save_safetensors("model.safetensors", {{"dense/kernel", w}, {"dense/bias", b}}, {{"format", "pt"}});
   std::vector<std::pair<std::string, Tensor>> tensors = io::load_safetensors("model.safetensors");
   io::SafetensorsFile file = io::read_safetensors("model.safetensors");   // file.tensors, file.metadata
   // end doc
-  std::filesystem::current_path(previous);
-  std::filesystem::remove_all(folder);
+  cwd.reset();
   REQUIRE(tensors.size() == 2);
   CHECK(tensors[0].first == "dense/kernel");
   CHECK(tensors[0].second.to_vector<float>() == w.to_vector<float>());

@@ -3,8 +3,8 @@
 // Anything else (a sanitizer report, another exception, a broken invariant) is a crash.
 #include <cstdint>
 
-#include "framework/tensor/error.hpp"
 #include "framework/io/safetensors.hpp"
+#include "framework/tensor/error.hpp"
 #include "tests/fuzz/fuzz_helpers.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

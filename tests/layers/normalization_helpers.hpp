@@ -10,8 +10,8 @@
 #include <utility>
 #include <vector>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "layers/layer.hpp"
 #include "tests/fixture_reader.hpp"
 #include "tests/test_helpers.hpp"

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "layers/normalization/batch_normalization.hpp"
 #include "tests/layers/normalization_helpers.hpp"
 #include "tests/test_helpers.hpp"

@@ -1,11 +1,11 @@
 // Input, Flatten, Reshape and Add: the weightless shape layers.
 #include <catch2/catch.hpp>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
+#include "layers/core/input.hpp"
 #include "layers/merging/add.hpp"
 #include "layers/reshaping/flatten.hpp"
-#include "layers/core/input.hpp"
 #include "layers/reshaping/reshape.hpp"
 #include "tests/test_helpers.hpp"
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "layers/core/dense.hpp"
 #include "tests/layers/core_layer_fixtures.hpp"
 #include "tests/test_helpers.hpp"

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include "framework/autograd/tape.hpp"
 #include "framework/ops/ops.hpp"
 #include "framework/tensor/random.hpp"
-#include "framework/autograd/tape.hpp"
 #include "layers/regularization/dropout.hpp"
 #include "tests/test_helpers.hpp"
 

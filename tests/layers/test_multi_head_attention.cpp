@@ -5,8 +5,8 @@
 #include <sstream>
 #include <string>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "layers/attention/multi_head_attention.hpp"
 #include "tests/fixture_reader.hpp"
 #include "tests/test_helpers.hpp"

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "models/callbacks.hpp"
 #include "layers/core/dense.hpp"
+#include "models/callbacks.hpp"
 #include "models/model.hpp"
 #include "optim/sgd.hpp"
 #include "tests/fixture_reader.hpp"

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "models/metrics.hpp"
 #include "tests/fixture_reader.hpp"
 #include "tests/test_helpers.hpp"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/tensor/error.hpp"
 #include "framework/runtime/detail/scoped_environment.hpp"
+#include "framework/tensor/error.hpp"
 #include "models/summary.hpp"
 #include "tests/models/text_fixtures.hpp"
 

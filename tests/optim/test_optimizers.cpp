@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "optim/optim.hpp"
 #include "tests/fixture_reader.hpp"
 #include "tests/test_helpers.hpp"

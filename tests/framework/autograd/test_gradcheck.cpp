@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include "framework/autograd/gradcheck.hpp"
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 
 using namespace loom;
 

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <vector>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "layers/attention/multi_head_attention.hpp"
 #include "models/losses.hpp"
 #include "tests/test_helpers.hpp"

@@ -3,8 +3,8 @@
 #include <functional>
 #include <thread>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

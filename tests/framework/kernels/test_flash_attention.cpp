@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "framework/ops/attention.hpp"
 #include "framework/autograd/gradcheck.hpp"
+#include "framework/autograd/tape.hpp"
+#include "framework/ops/attention.hpp"
 #include "framework/ops/ops.hpp"
 #include "framework/runtime/simd.hpp"
-#include "framework/autograd/tape.hpp"
 
 using namespace loom;
 using ops::AttentionImpl;

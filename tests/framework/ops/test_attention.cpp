@@ -6,10 +6,10 @@
 #include <limits>
 #include <vector>
 
-#include "framework/ops/attention.hpp"
 #include "framework/autograd/gradcheck.hpp"
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/attention.hpp"
+#include "framework/ops/ops.hpp"
 
 using namespace loom;
 using ops::AttentionImpl;

@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "framework/autograd/gradcheck.hpp"
+#include "framework/autograd/tape.hpp"
 #include "framework/io/npy.hpp"
-#include "framework/ops/ops.hpp"
 #include "framework/io/png.hpp"
 #include "framework/io/safetensors.hpp"
-#include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "framework/tensor/variable.hpp"
 #include "tests/bad_input_helpers.hpp"
 #include "tests/temp_files.hpp"

@@ -3,9 +3,9 @@
 #include <cmath>
 
 #include "framework/autograd/gradcheck.hpp"
+#include "framework/autograd/tape.hpp"
 #include "framework/ops/ops.hpp"
 #include "framework/tensor/random.hpp"
-#include "framework/autograd/tape.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

@@ -5,8 +5,8 @@
 #include <functional>
 #include <vector>
 
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

@@ -4,8 +4,8 @@
 #include <limits>
 
 #include "framework/autograd/gradcheck.hpp"
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "framework/autograd/gradcheck.hpp"
-#include "framework/ops/ops.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

@@ -4,8 +4,8 @@
 #include <thread>
 #include <vector>
 
-#include "loom.hpp"
 #include "framework/runtime/detail/parallel.hpp"
+#include "loom.hpp"
 
 using namespace loom;
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "framework/io/xtensor.hpp"
 #include "framework/ops/ops.hpp"
 #include "framework/tensor/random.hpp"
 #include "framework/tensor/tensor.hpp"
-#include "framework/io/xtensor.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
