@@ -37,6 +37,13 @@ TEST_CASE("the public API contract compiles and runs as written", "[api]") {
     CHECK(g[0].shape() == x.shape());
     CHECK(g[1].shape() == w.shape());
   }
+  {
+    GradientTape tape({.persistent = true});
+    tape.watch(x);
+    Tensor y2 = ops::sum(ops::square(x));
+    CHECK(tape.gradient(y2, std::vector<Tensor>{x})[0].shape() == x.shape());
+    CHECK(tape.gradient(y2, std::vector<Tensor>{x})[0].shape() == x.shape());  // persistent: asked twice
+  }
   using Fn = TensorFn;
   Fn fn = [](const std::vector<Tensor>& in) { return ops::tanh(ops::matmul(in[0], in[1])); };
   GradcheckResult r = gradcheck(fn, {x, w}, {.eps = 1e-6, .atol = 1e-5, .rtol = 1e-3});

@@ -1,6 +1,7 @@
 #include "framework/autograd/numerics.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -13,11 +14,12 @@
 
 namespace loom {
 
-namespace detail {
+namespace {
 std::atomic<bool> check_numerics_flag{false};
-}  // namespace detail
+}  // namespace
 
-void set_check_numerics(bool enabled) { detail::check_numerics_flag.store(enabled, std::memory_order_relaxed); }
+void set_check_numerics(bool enabled) { check_numerics_flag.store(enabled, std::memory_order_relaxed); }
+bool check_numerics_enabled() { return check_numerics_flag.load(std::memory_order_relaxed); }
 
 namespace numerics {
 

@@ -14,7 +14,6 @@
 // sign, one_hot, and the tensor factories (zeros, randn, from_vector, ...).
 //
 // Off (the default), an op pays one relaxed atomic load. On, each op's output is read once more.
-#include <atomic>
 #include <string_view>
 #include <vector>
 
@@ -22,14 +21,9 @@
 
 namespace loom {
 
-namespace detail {
-extern std::atomic<bool> check_numerics_flag;
-}  // namespace detail
-
 /// Turns check_numerics on or off for the whole process (every thread).
 void set_check_numerics(bool enabled);
-
-inline bool check_numerics_enabled() { return detail::check_numerics_flag.load(std::memory_order_relaxed); }
+bool check_numerics_enabled();
 
 namespace numerics {
 
@@ -41,6 +35,7 @@ struct CheckSite {
   std::string_view gradient_of = {};
 };
 
+/// The check each op's outputs get while check_numerics is on, callable on its own (tf.debugging.check_numerics).
 /// Throws loom::Error when an output of `op` holds a NaN or an infinity, naming the op, the element, the
 /// output's shape and the inputs; when an input already held one, names that input instead (the op is then
 /// the first checked op to see it). Undefined tensors and non-float ones are skipped.

@@ -217,7 +217,9 @@ Tensor run_probabilities(const Prepared& p, const Forward& f) {
 
 namespace {
 
-/// The forward kernel, recorded on the tape with the fused backward.
+/// The forward kernel, recorded on the tape with the fused backward: with S = scale * Q K^T (masked),
+/// P = softmax(S), O = P V and D = rowsum(dO * O): dV = P^T dO, dS = P * (dO V^T - D), dQ = scale * dS K,
+/// dK = scale * dS^T Q (P recomputed block by block from the saved log-sum-exp).
 std::pair<std::shared_ptr<const Prepared>, Forward> recorded_forward(const Tensor& q, const Tensor& k,
                                                                       const Tensor& v, const AttentionOptions& o) {
   auto prepared = std::make_shared<const Prepared>(prepare(q, k, v, o));

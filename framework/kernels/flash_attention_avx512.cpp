@@ -2,8 +2,10 @@
 // -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma -ffp-contract=fast (CMakeLists.txt); used only when the
 // CPU and the OS support AVX-512 F, BW, DQ and VL.
 // GCC 12 warns inside its own avx512fintrin.h about the deliberately undefined lanes of _mm512_undefined_*
-// (used by xsimd's conversions); the warning is about the header, not this code.
+// (used by xsimd's conversions); the warning is about the header, not this code. Clang has no such warning.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "framework/kernels/flash_attention_impl.hpp"
 
 namespace loom::flash {

@@ -215,6 +215,7 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
   if (bias.defined()) inputs.push_back(bias);
   if (autograd::needs_recording(inputs)) {
     const bool has_bias = bias.defined();
+    // dx = g @ kernel^T, dkernel = x^T @ g, dbias = sum(g) over the rows
     autograd::record("dense", inputs, {out}, [x, kernel, rows, in, units, has_bias](const std::vector<Tensor>& g) {
       const Tensor g2 = ops::reshape(g[0], {rows, units});
       std::vector<Tensor> grads{ops::reshape(ops::matmul(g2, ops::transpose(kernel)), x.shape()),

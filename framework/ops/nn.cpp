@@ -87,6 +87,7 @@ Tensor softmax(const Tensor& x, std::int64_t axis) {
   Tensor y =
       visit_floating(x.dtype(), "softmax", [&]<class T>() { return softmax_kernel<T, false>(x, std::size_t(a)); });
   if (autograd::needs_recording({&x}))
+    // dx = y * (g - sum(g * y, axis))
     autograd::record("softmax", {x}, {y}, [y, a](const std::vector<Tensor>& g) {
       return std::vector<Tensor>{mul(y, sub(g[0], sum(mul(g[0], y), {a}, /*keepdims=*/true)))};
     });
@@ -98,6 +99,7 @@ Tensor log_softmax(const Tensor& x, std::int64_t axis) {
   Tensor y = visit_floating(x.dtype(), "log_softmax",
                            [&]<class T>() { return softmax_kernel<T, true>(x, std::size_t(a)); });
   if (autograd::needs_recording({&x}))
+    // dx = g - exp(y) * sum(g, axis)
     autograd::record("log_softmax", {x}, {y}, [y, a](const std::vector<Tensor>& g) {
       return std::vector<Tensor>{sub(g[0], mul(exp(y), sum(g[0], {a}, /*keepdims=*/true)))};
     });
@@ -118,6 +120,7 @@ Tensor log_sigmoid(const Tensor& x) {
     return out;
   });
   if (autograd::needs_recording({&x}))
+    // dx = g * sigmoid(-x)
     autograd::record("log_sigmoid", {x}, {y}, [x](const std::vector<Tensor>& g) {
       return std::vector<Tensor>{mul(g[0], sigmoid(neg(x)))};
     });

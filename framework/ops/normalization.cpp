@@ -20,8 +20,7 @@
 
 // The library is built for baseline x86-64 (SSE2). The kernels' loops over the slabs are cloned for AVX2 and
 // picked when the library loads (GCC function multiversioning); flatten inlines the walks and loop bodies into
-// each clone, so the loops themselves are compiled for the wider vectors. (An AVX-512 clone measured no
-// faster, the kernels being bound by memory, and each clone costs compile time.)
+// each clone, so the loops themselves are compiled for the wider vectors. No AVX-512 clone: docs/benchmarks.md.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
 #define LOOM_MULTIVERSION __attribute__((target_clones("avx2", "default"), flatten))
 #else

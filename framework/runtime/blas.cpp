@@ -103,9 +103,8 @@ Library load() {
     lib.core_set = core;
   }
   // loom splits each gemm over its own pool, so that one set of threads serves every kernel, and runs
-  // OpenBLAS on one thread. Loaded with its default count, OpenBLAS would start a thread per core that spins
-  // for about 0.1 s before it sleeps, taking a core from loom's kernels (a flash attention forward at
-  // N = 512 ran 2.5x slower in that time). OpenBLAS's default count (all cores, or OPENBLAS_NUM_THREADS /
+  // OpenBLAS on one thread: OpenBLAS's own threads would spin on the cores loom's kernels need
+  // (docs/architecture.md, "BLAS"). OpenBLAS's default count (all cores, or OPENBLAS_NUM_THREADS /
   // OMP_NUM_THREADS when the user set one) becomes loom's split instead.
   std::optional<ScopedEnvironment> one_thread;
   if (!preloaded) one_thread.emplace("OPENBLAS_NUM_THREADS", "1");

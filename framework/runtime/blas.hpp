@@ -1,16 +1,16 @@
 #pragma once
 // OpenBLAS, loaded at run time so that loom can pick the CPU core before the library initialises.
 //
-// Debian's OpenBLAS 0.3.21 does not recognise recent Xeons and falls back to generic kernels several times
-// slower. When OPENBLAS_CORETYPE is unset, loom sets it from CPUID (SKYLAKEX with AVX-512, HASWELL with
-// AVX2) and only then opens the library; a user's own setting is never overridden. The variable is removed
+// When OPENBLAS_CORETYPE is unset, loom sets it from CPUID (SKYLAKEX with AVX-512, HASWELL with AVX2) and
+// only then opens the library, because some OpenBLAS builds do not recognise recent CPUs (docs/benchmarks.md,
+// "matmul"); a user's own setting is never overridden. The variable is removed
 // again once the library is loaded, so child processes see the environment the user gave. The library is the
 // file found at build time, else the system's libopenblas.so.0; LOOM_OPENBLAS=<file> picks another one.
 //
 // Threads: OpenBLAS runs single-threaded; loom cuts each large gemm into one block of C per thread and runs
-// the blocks on its own pool (framework/runtime/detail/parallel.hpp), the pool every other kernel uses, so no second set of
-// threads spins on the cores between calls; OpenBLAS is loaded with OPENBLAS_NUM_THREADS=1, so it starts no
-// threads at all. The split uses all cores by default (or OPENBLAS_NUM_THREADS / GOTO_NUM_THREADS /
+// the blocks on its own pool (runtime/detail/parallel.hpp), the pool every other kernel uses, so no second
+// set of threads spins on the cores between calls; OpenBLAS is loaded with OPENBLAS_NUM_THREADS=1, so it
+// starts no threads at all. The split uses all cores by default (or OPENBLAS_NUM_THREADS / GOTO_NUM_THREADS /
 // OMP_NUM_THREADS when the user set one); a gemm called while the pool is busy (from another thread, or from
 // a kernel running on the pool) runs its blocks on the calling thread.
 //

@@ -43,12 +43,8 @@ T convert(auto value) {
   else return static_cast<T>(value);
 }
 
-/// glibc's malloc starts by returning freed memory to the kernel eagerly and raises its thresholds only after
-/// large frees. A training step frees everything it allocated and allocates the same again in the next step,
-/// so memory returned to the kernel comes back as page faults (measured: recorded ops on small tensors 0.25
-/// -> 0.5 us; an encoder training step 99k -> 28k page faults over 23 steps, the same peak RSS). loom serves
-/// buffers up to 32 MiB from the heap and keeps up to 1 GiB of freed heap for the next step, unless the user
-/// tuned malloc themselves.
+/// Serves buffers below 32 MiB from the heap and keeps up to 1 GiB of freed heap for the next training step,
+/// unless the user tuned malloc themselves (docs/benchmarks.md, "op_overhead").
 bool tune_malloc_once() {
   for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
     if (std::getenv(variable) != nullptr) return false;
@@ -64,11 +60,9 @@ bool malloc_tuned() {
   return tuned;
 }
 
-/// Blocks of 32 MiB and more are beyond what glibc serves from the heap: it maps each one fresh and unmaps it
-/// when freed, so the same tensor in the next step (or the output of the next attention call) comes back as
-/// new pages, a fault and a cleared page each (measured: about 7% of a windowed attention forward at
-/// N = 16384). As the heap does below that size, loom keeps freed ones for the next allocation of the same
-/// size, up to 512 MiB in all, unless the user tuned malloc themselves.
+/// Freed blocks of 32 MiB and more (which glibc maps and unmaps one by one), kept for the next allocation of
+/// the same size, up to 512 MiB in all, unless the user tuned malloc themselves (docs/benchmarks.md,
+/// "op_overhead").
 class LargeBlocks {
  public:
   static constexpr std::size_t kMinBytes = std::size_t(32) << 20;
@@ -121,9 +115,9 @@ bool is_large(std::size_t rounded) { return rounded >= LargeBlocks::kMinBytes &&
 /// aligned_alloc wants a multiple of the alignment.
 std::size_t rounded_bytes(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
 
-/// Large buffers come fresh from mmap, and first-touching them 4 KiB at a time costs one page fault per page
-/// (measured: about a tenth of a sliding-window attention forward at N = 16384). Asking for transparent huge
-/// pages on their 2 MiB-aligned interior makes that one fault per 2 MiB. A hint only: ignored where THP is off.
+/// Asks for transparent huge pages on the 2 MiB-aligned interior of a large fresh buffer, so that first touch
+/// faults once per 2 MiB rather than once per 4 KiB (docs/benchmarks.md, "op_overhead"). A hint: ignored
+/// where THP is off.
 void advise_huge_pages(std::byte* data, std::size_t bytes) {
   constexpr std::uintptr_t kHugePage = 2 << 20;
   if (bytes < 2 * kHugePage) return;

@@ -3,7 +3,7 @@
 #include "framework/autograd/tape.hpp"
 #include "framework/ops/ops.hpp"
 #include "layers/normalization/batch_normalization.hpp"
-#include "tests/layers/normalization_helpers.hpp"
+#include "tests/layers/normalization/normalization_helpers.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;

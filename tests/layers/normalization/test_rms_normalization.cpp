@@ -2,7 +2,7 @@
 
 #include "framework/ops/ops.hpp"
 #include "layers/normalization/rms_normalization.hpp"
-#include "tests/layers/normalization_helpers.hpp"
+#include "tests/layers/normalization/normalization_helpers.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
