@@ -24,7 +24,7 @@ end_phase() {
 
 configure() {  # build dir, sanitizers, extra options
   cmake -S . -B "$1" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug -DLOOM_SANITIZE="$2" \
-        -DLOOM_BUILD_EXAMPLES=OFF -DLOOM_BUILD_BENCHMARKS=OFF "${@:3}"
+        -DLOOM_BUILD_EXAMPLES=OFF -DLOOM_BUILD_BENCHMARKS=OFF -DLOOM_WARNINGS_AS_ERRORS=ON "${@:3}"
 }
 
 configure build-asan "address;undefined" -DLOOM_BUILD_FUZZERS=ON
