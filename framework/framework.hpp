@@ -5,6 +5,7 @@
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
 #include "framework/distributed/collectives.hpp"
+#include "framework/graph/symbolic.hpp"
 #include "framework/io/npy.hpp"
 #include "framework/io/png.hpp"
 #include "framework/io/safetensors.hpp"

@@ -16,12 +16,18 @@ namespace loom {
 
 namespace {
 std::atomic<bool> check_numerics_flag{false};
+thread_local int suspended_on_this_thread = 0;
 }  // namespace
 
 void set_check_numerics(bool enabled) { check_numerics_flag.store(enabled, std::memory_order_relaxed); }
-bool check_numerics_enabled() { return check_numerics_flag.load(std::memory_order_relaxed); }
+bool check_numerics_enabled() {
+  return check_numerics_flag.load(std::memory_order_relaxed) && suspended_on_this_thread == 0;
+}
 
 namespace numerics {
+
+SuspendChecks::SuspendChecks() { ++suspended_on_this_thread; }
+SuspendChecks::~SuspendChecks() { --suspended_on_this_thread; }
 
 namespace {
 

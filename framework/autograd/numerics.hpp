@@ -23,9 +23,20 @@ namespace loom {
 
 /// Turns check_numerics on or off for the whole process (every thread).
 void set_check_numerics(bool enabled);
+/// True while the mode is on and no numerics::SuspendChecks is alive on this thread.
 bool check_numerics_enabled();
 
 namespace numerics {
+
+/// Suspends the checks on this thread while alive: for computations on made-up values (the stand-in runs
+/// that learn a graph node's output shapes).
+class SuspendChecks {
+ public:
+  SuspendChecks();
+  ~SuspendChecks();
+  SuspendChecks(const SuspendChecks&) = delete;
+  SuspendChecks& operator=(const SuspendChecks&) = delete;
+};
 
 /// Where a check runs. backward_rule: `outputs` are the gradients a backward rule returned for its op's
 /// inputs and `inputs` the output gradients it was given. gradient_of: the op whose backward rule is

@@ -7,6 +7,7 @@
 
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/graph/symbolic.hpp"
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/flash_attention.hpp"
 #include "framework/kernels/strided.hpp"
@@ -130,22 +131,38 @@ bool use_flash(const Tensor& q, const Tensor& k, const Tensor& v, const Attentio
   return flash_attention::preferred(q.size(2), k.size(2), q.size(3), v.size(3));
 }
 
+/// The options with the mask taken from the replayed inputs (it is the last of them when given).
+AttentionOptions with_mask(AttentionOptions options, const std::vector<Tensor>& values, std::size_t mask_at) {
+  if (options.mask.defined()) options.mask = values[mask_at];
+  return options;
+}
+
 }  // namespace
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options) {
+  if (graph::any_symbolic(q, k, v, options.mask))
+    return graph::record_op("dot_product_attention", {q, k, v, options.mask}, [options](const std::vector<Tensor>& t) {
+      return scaled_dot_product_attention(t[0], t[1], t[2], with_mask(options, t, 3));
+    });
   validate("scaled_dot_product_attention", q, k, &v, options);
   if (use_flash(q, k, v, options)) return flash_attention::forward(q, k, v, options);
   return matmul(probabilities(q, k, options), v);  // with no key (Nk = 0) matmul's empty sum gives zeros
 }
 
 Tensor attention_probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& options) {
+  if (graph::any_symbolic(q, k, options.mask))
+    return graph::record_op("attention_probabilities", {q, k, options.mask}, [options](const std::vector<Tensor>& t) {
+      return attention_probabilities(t[0], t[1], with_mask(options, t, 2));
+    });
   validate("attention_probabilities", q, k, nullptr, options);
   return probabilities(q, k, options);
 }
 
 AttentionOutputs scaled_dot_product_attention_with_probabilities(const Tensor& q, const Tensor& k, const Tensor& v,
                                                                  const AttentionOptions& options) {
+  check(!graph::any_symbolic(q, k, v, options.mask), "scaled_dot_product_attention_with_probabilities: symbolic "
+        "inputs: this op does not build graphs (call scaled_dot_product_attention and attention_probabilities)");
   validate("scaled_dot_product_attention", q, k, &v, options);
   // Auto keeps differentiable probabilities when a tape watches q or k (flash's are not recorded).
   const bool flash = options.impl == AttentionImpl::Flash ||

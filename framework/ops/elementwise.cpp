@@ -6,6 +6,7 @@
 
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/graph/symbolic.hpp"
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/elementwise_kernels.hpp"
 #include "framework/ops/detail/input_checks.hpp"
@@ -111,6 +112,8 @@ Tensor relu_backward(const Tensor& y, const Tensor& g) {
 // ---- binary arithmetic ----
 
 Tensor add(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("add", {a, b}, [](const std::vector<Tensor>& v) { return add(v[0], v[1]); });
   Tensor y = arithmetic(a, b, "add", [](auto u, auto v) { return u + v; });
   if (autograd::needs_recording({&a, &b}))
     autograd::record("add", {a, b}, {y}, [](const Grads& g) { return Grads{g[0], g[0]}; });
@@ -118,6 +121,8 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("sub", {a, b}, [](const std::vector<Tensor>& v) { return sub(v[0], v[1]); });
   Tensor y = arithmetic(a, b, "sub", [](auto u, auto v) { return u - v; });
   if (autograd::needs_recording({&a, &b}))
     autograd::record("sub", {a, b}, {y}, [](const Grads& g) { return Grads{g[0], neg(g[0])}; });
@@ -125,6 +130,8 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("mul", {a, b}, [](const std::vector<Tensor>& v) { return mul(v[0], v[1]); });
   Tensor y = arithmetic(a, b, "mul", [](auto u, auto v) { return u * v; });
   if (autograd::needs_recording({&a, &b}))
     autograd::record("mul", {a, b}, {y}, [a, b](const Grads& g) { return Grads{mul(g[0], b), mul(g[0], a)}; });
@@ -132,6 +139,8 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("div", {a, b}, [](const std::vector<Tensor>& v) { return div(v[0], v[1]); });
   Tensor y = arithmetic(a, b, "div", [](auto u, auto v) { return u / v; });
   if (autograd::needs_recording({&a, &b}))
     autograd::record("div", {a, b}, {y}, [b, y](const Grads& g) {
@@ -142,6 +151,8 @@ Tensor div(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("pow", {a, b}, [](const std::vector<Tensor>& v) { return pow(v[0], v[1]); });
   Tensor y = arithmetic(a, b, "pow", [](auto u, auto v) { return std::pow(u, v); });
   if (autograd::needs_recording({&a, &b}))
     autograd::record("pow", {a, b}, {y}, [a, b, y](const Grads& g) {
@@ -153,6 +164,8 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 }
 
 Tensor pow(const Tensor& a, double exponent) {
+  if (graph::any_symbolic(a))
+    return graph::record_op("pow", {a}, [=](const std::vector<Tensor>& v) { return pow(v[0], exponent); });
   Tensor y = unary(a, "pow", [exponent](auto v) { return std::pow(v, decltype(v)(exponent)); });
   if (autograd::needs_recording({&a}))
     autograd::record("pow", {a}, {y}, [a, exponent](const Grads& g) {
@@ -164,6 +177,8 @@ Tensor pow(const Tensor& a, double exponent) {
 }
 
 Tensor maximum(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("maximum", {a, b}, [](const std::vector<Tensor>& v) { return maximum(v[0], v[1]); });
   // NaN in either operand propagates, as NumPy's maximum.
   Tensor y = arithmetic(a, b, "maximum", [](auto u, auto v) { return u >= v || u != u ? u : v; });
   if (autograd::needs_recording({&a, &b}))
@@ -175,6 +190,8 @@ Tensor maximum(const Tensor& a, const Tensor& b) {
 }
 
 Tensor minimum(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("minimum", {a, b}, [](const std::vector<Tensor>& v) { return minimum(v[0], v[1]); });
   Tensor y = arithmetic(a, b, "minimum", [](auto u, auto v) { return u <= v || u != u ? u : v; });
   if (autograd::needs_recording({&a, &b}))
     autograd::record("minimum", {a, b}, {y}, [a, b](const Grads& g) {
@@ -187,6 +204,8 @@ Tensor minimum(const Tensor& a, const Tensor& b) {
 // ---- unary math ----
 
 Tensor neg(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("neg", {x}, [](const std::vector<Tensor>& v) { return neg(v[0]); });
   Tensor y = unary(x, "neg", [](auto v) { return -v; });
   if (autograd::needs_recording({&x}))
     autograd::record("neg", {x}, {y}, [](const Grads& g) { return Grads{neg(g[0])}; });
@@ -194,6 +213,8 @@ Tensor neg(const Tensor& x) {
 }
 
 Tensor square(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("square", {x}, [](const std::vector<Tensor>& v) { return square(v[0]); });
   Tensor y = unary(x, "square", [](auto v) { return v * v; });
   if (autograd::needs_recording({&x}))
     autograd::record("square", {x}, {y}, [x](const Grads& g) { return Grads{mul(g[0], x * 2.0)}; });
@@ -201,6 +222,8 @@ Tensor square(const Tensor& x) {
 }
 
 Tensor sqrt(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("sqrt", {x}, [](const std::vector<Tensor>& v) { return sqrt(v[0]); });
   Tensor y = unary(x, "sqrt", [](auto v) { return std::sqrt(v); });
   if (autograd::needs_recording({&x}))
     autograd::record("sqrt", {x}, {y}, [y](const Grads& g) { return Grads{div(g[0], y * 2.0)}; });
@@ -208,6 +231,8 @@ Tensor sqrt(const Tensor& x) {
 }
 
 Tensor rsqrt(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("rsqrt", {x}, [](const std::vector<Tensor>& v) { return rsqrt(v[0]); });
   Tensor y = unary(x, "rsqrt", [](auto v) { return decltype(v)(1) / std::sqrt(v); });
   if (autograd::needs_recording({&x}))  // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 y^3
     autograd::record("rsqrt", {x}, {y}, [y](const Grads& g) { return Grads{mul(g[0], mul(y, square(y)) * -0.5)}; });
@@ -215,6 +240,8 @@ Tensor rsqrt(const Tensor& x) {
 }
 
 Tensor exp(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("exp", {x}, [](const std::vector<Tensor>& v) { return exp(v[0]); });
   Tensor y = unary(x, "exp", [](auto v) { return std::exp(v); });
   if (autograd::needs_recording({&x}))
     autograd::record("exp", {x}, {y}, [y](const Grads& g) { return Grads{mul(g[0], y)}; });
@@ -222,6 +249,8 @@ Tensor exp(const Tensor& x) {
 }
 
 Tensor log(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("log", {x}, [](const std::vector<Tensor>& v) { return log(v[0]); });
   Tensor y = unary(x, "log", [](auto v) { return std::log(v); });
   if (autograd::needs_recording({&x}))
     autograd::record("log", {x}, {y}, [x](const Grads& g) { return Grads{div(g[0], x)}; });
@@ -229,6 +258,8 @@ Tensor log(const Tensor& x) {
 }
 
 Tensor abs(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("abs", {x}, [](const std::vector<Tensor>& v) { return abs(v[0]); });
   Tensor y = unary(x, "abs", [](auto v) { return std::abs(v); });
   if (autograd::needs_recording({&x}))
     autograd::record("abs", {x}, {y}, [x](const Grads& g) { return Grads{mul(g[0], sign(x))}; });
@@ -236,11 +267,15 @@ Tensor abs(const Tensor& x) {
 }
 
 Tensor sign(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("sign", {x}, [](const std::vector<Tensor>& v) { return sign(v[0]); });
   // Keeps 0 (and -0) and NaN as they are, as NumPy. Not recorded: its gradient is zero almost everywhere.
   return unary(x, "sign", [](auto v) { return v > 0 ? decltype(v)(1) : v < 0 ? decltype(v)(-1) : v; });
 }
 
 Tensor clip(const Tensor& x, double lo, double hi) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("clip", {x}, [=](const std::vector<Tensor>& v) { return clip(v[0], lo, hi); });
   check(lo <= hi, "clip: expected lo <= hi, got lo={} and hi={} (tensor of shape {})", lo, hi,
         x.defined() ? fmt::format("{}", x.shape()) : "undefined");
   Tensor y = unary(x, "clip", [lo, hi](auto v) {
@@ -256,6 +291,8 @@ Tensor clip(const Tensor& x, double lo, double hi) {
 }
 
 Tensor erf(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("erf", {x}, [](const std::vector<Tensor>& v) { return erf(v[0]); });
   Tensor y = unary(x, "erf", [](auto v) { return std::erf(v); });
   if (autograd::needs_recording({&x}))
     autograd::record("erf", {x}, {y}, [x](const Grads& g) {
@@ -267,6 +304,8 @@ Tensor erf(const Tensor& x) {
 // ---- activations ----
 
 Tensor tanh(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("tanh", {x}, [](const std::vector<Tensor>& v) { return tanh(v[0]); });
   Tensor y = unary(x, "tanh", [](auto v) { return std::tanh(v); });
   if (autograd::needs_recording({&x}))
     autograd::record("tanh", {x}, {y}, [y](const Grads& g) { return Grads{mul(g[0], 1.0 - square(y))}; });
@@ -274,6 +313,8 @@ Tensor tanh(const Tensor& x) {
 }
 
 Tensor sigmoid(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("sigmoid", {x}, [](const std::vector<Tensor>& v) { return sigmoid(v[0]); });
   // exp of a non-positive argument only, so large |x| neither overflows nor gives inf/inf.
   Tensor y = unary(x, "sigmoid", [](auto v) {
     using T = decltype(v);
@@ -287,6 +328,8 @@ Tensor sigmoid(const Tensor& x) {
 }
 
 Tensor relu(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("relu", {x}, [](const std::vector<Tensor>& v) { return relu(v[0]); });
   Tensor y = unary(x, "relu", [](auto v) { return v < 0 ? decltype(v)(0) : v; });  // NaN stays NaN
   if (autograd::needs_recording({&x}))  // gradient 0 at x == 0, as Keras and PyTorch
     autograd::record("relu", {x}, {y}, [y](const Grads& g) { return Grads{relu_backward(y, g[0])}; });
@@ -294,6 +337,8 @@ Tensor relu(const Tensor& x) {
 }
 
 Tensor gelu(const Tensor& x, bool approximate) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("gelu", {x}, [=](const std::vector<Tensor>& v) { return gelu(v[0], approximate); });
   const auto tanh_form = [](auto v) {
     using T = decltype(v);
     return T(0.5) * v * (T(1) + std::tanh(T(kGeluTanhScale) * (v + T(kGeluTanhCubic) * v * v * v)));
@@ -326,31 +371,51 @@ Tensor gelu(const Tensor& x, bool approximate) {
 // ---- comparisons ----
 
 Tensor equal(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("equal", {a, b}, [](const std::vector<Tensor>& v) { return equal(v[0], v[1]); });
   return compare(a, b, "equal", [](auto u, auto v) { return u == v; });
 }
 Tensor not_equal(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("not_equal", {a, b}, [](const std::vector<Tensor>& v) { return not_equal(v[0], v[1]); });
   return compare(a, b, "not_equal", [](auto u, auto v) { return u != v; });
 }
 Tensor less(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("less", {a, b}, [](const std::vector<Tensor>& v) { return less(v[0], v[1]); });
   return compare(a, b, "less", [](auto u, auto v) { return u < v; });
 }
 Tensor less_equal(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("less_equal", {a, b}, [](const std::vector<Tensor>& v) { return less_equal(v[0], v[1]); });
   return compare(a, b, "less_equal", [](auto u, auto v) { return u <= v; });
 }
 Tensor greater(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("greater", {a, b}, [](const std::vector<Tensor>& v) { return greater(v[0], v[1]); });
   return compare(a, b, "greater", [](auto u, auto v) { return u > v; });
 }
 Tensor greater_equal(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("greater_equal", {a, b},
+                            [](const std::vector<Tensor>& v) { return greater_equal(v[0], v[1]); });
   return compare(a, b, "greater_equal", [](auto u, auto v) { return u >= v; });
 }
 
 Tensor logical_and(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("logical_and", {a, b},
+                            [](const std::vector<Tensor>& v) { return logical_and(v[0], v[1]); });
   return logical(a, b, "logical_and", [](bool u, bool v) { return u && v; });
 }
 Tensor logical_or(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("logical_or", {a, b}, [](const std::vector<Tensor>& v) { return logical_or(v[0], v[1]); });
   return logical(a, b, "logical_or", [](bool u, bool v) { return u || v; });
 }
 Tensor logical_not(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("logical_not", {x}, [](const std::vector<Tensor>& v) { return logical_not(v[0]); });
   check_defined(x, "logical_not");
   check(x.dtype() == DType::boolean, "logical_not: expected a boolean tensor, got {} of shape {}", x.dtype(),
         x.shape());
@@ -362,6 +427,9 @@ Tensor logical_not(const Tensor& x) {
 // ---- selection ----
 
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(condition, a, b))
+    return graph::record_op("where", {condition, a, b},
+                            [](const std::vector<Tensor>& v) { return where(v[0], v[1], v[2]); });
   check(condition.defined(), "where: the condition is undefined");
   check_same_dtype(a, b, "where");
   check(condition.dtype() == DType::boolean, "where: the condition must be boolean, got {} of shape {}",
@@ -385,6 +453,9 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
 }
 
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  if (graph::any_symbolic(x, mask))
+    return graph::record_op("masked_fill", {x, mask},
+                            [=](const std::vector<Tensor>& v) { return masked_fill(v[0], v[1], value); });
   check_defined(x, "masked_fill");
   check(mask.defined(), "masked_fill: the mask is undefined");
   check(mask.dtype() == DType::boolean, "masked_fill: the mask must be boolean, got {} of shape {}", mask.dtype(),
@@ -395,6 +466,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
 }
 
 Tensor cast(const Tensor& x, DType dtype) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("cast", {x}, [=](const std::vector<Tensor>& v) { return cast(v[0], dtype); });
   check_defined(x, "cast");
   if (x.dtype() == dtype) return x;
   Tensor y = Tensor::empty(x.shape(), dtype);

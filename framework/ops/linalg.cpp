@@ -8,6 +8,7 @@
 
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/graph/symbolic.hpp"
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/strided.hpp"
 #include "framework/ops/ops.hpp"
@@ -107,6 +108,8 @@ void batched_gemm(const Tensor& a, const Tensor& b, const Shape& batch, std::int
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("matmul", {a, b}, [](const std::vector<Tensor>& v) { return matmul(v[0], v[1]); });
   check(a.defined() && b.defined(), "matmul: an operand is undefined");
   check(is_floating(a.dtype()) && is_floating(b.dtype()),
         "matmul: expected float32 or float64 tensors, got {} {} @ {} {}", a.dtype(), a.shape(), b.dtype(), b.shape());
@@ -174,6 +177,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 // ---------------------------------------------------------------------------------------------------------
 
 Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
+  if (graph::any_symbolic(x, kernel, bias))
+    return graph::record_op("dense", {x, kernel, bias},
+                            [](const std::vector<Tensor>& v) { return dense(v[0], v[1], v[2]); });
   check(x.defined() && kernel.defined(), "dense: {} is undefined", x.defined() ? "the kernel" : "the input");
   check(is_floating(x.dtype()) && kernel.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == x.dtype()),
         "dense: expected float32 or float64 tensors of one dtype, got input {} {}, kernel {} {}, bias {}", x.dtype(),
@@ -339,6 +345,9 @@ Tensor sum_private(const Tensor& x, std::string& indices, const std::string& oth
 }  // namespace
 
 Tensor einsum(const std::string& equation, const Tensor& a, const Tensor& b) {
+  if (graph::any_symbolic(a, b))
+    return graph::record_op("einsum", {a, b},
+                            [=](const std::vector<Tensor>& v) { return einsum(equation, v[0], v[1]); });
   check(a.defined() && b.defined(), "einsum: an operand is undefined ('{}')", equation);
   check(is_floating(a.dtype()) && is_floating(b.dtype()),
         "einsum: expected float32 or float64 tensors, got {} {} and {} {} ('{}')", a.dtype(), a.shape(), b.dtype(),

@@ -6,6 +6,7 @@
 
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/graph/symbolic.hpp"
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/strided.hpp"
 #include "framework/ops/detail/input_checks.hpp"
@@ -83,6 +84,8 @@ std::int64_t softmax_axis(const Tensor& x, std::int64_t axis, std::string_view o
 }  // namespace
 
 Tensor softmax(const Tensor& x, std::int64_t axis) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("softmax", {x}, [=](const std::vector<Tensor>& v) { return softmax(v[0], axis); });
   const std::int64_t a = softmax_axis(x, axis, "softmax");
   Tensor y =
       visit_floating(x.dtype(), "softmax", [&]<class T>() { return softmax_kernel<T, false>(x, std::size_t(a)); });
@@ -95,6 +98,8 @@ Tensor softmax(const Tensor& x, std::int64_t axis) {
 }
 
 Tensor log_softmax(const Tensor& x, std::int64_t axis) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("log_softmax", {x}, [=](const std::vector<Tensor>& v) { return log_softmax(v[0], axis); });
   const std::int64_t a = softmax_axis(x, axis, "log_softmax");
   Tensor y = visit_floating(x.dtype(), "log_softmax",
                            [&]<class T>() { return softmax_kernel<T, true>(x, std::size_t(a)); });
@@ -107,6 +112,8 @@ Tensor log_softmax(const Tensor& x, std::int64_t axis) {
 }
 
 Tensor log_sigmoid(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("log_sigmoid", {x}, [](const std::vector<Tensor>& v) { return log_sigmoid(v[0]); });
   check_floating(x, "log_sigmoid");
   Tensor y = visit_floating(x.dtype(), "log_sigmoid", [&]<class T>() {
     Tensor out = Tensor::zeros(x.shape(), x.dtype());
@@ -145,6 +152,9 @@ void check_class_labels(const Tensor& labels, std::int64_t depth, std::string_vi
 }
 
 Tensor one_hot(const Tensor& labels, std::int64_t depth, DType dtype) {
+  if (graph::any_symbolic(labels))
+    return graph::record_op("one_hot", {labels},
+                            [=](const std::vector<Tensor>& v) { return one_hot(v[0], depth, dtype); });
   check(depth > 0, "one_hot: depth must be positive, got {}", depth);
   check(is_floating(dtype), "one_hot: the result dtype must be float32 or float64, got {}", dtype);
   check_class_labels(labels, depth, "one_hot");
@@ -161,6 +171,9 @@ Tensor one_hot(const Tensor& labels, std::int64_t depth, DType dtype) {
 }
 
 Tensor dropout(const Tensor& x, double rate, bool training, std::optional<std::uint64_t> seed) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("dropout", {x},
+                            [=](const std::vector<Tensor>& v) { return dropout(v[0], rate, training, seed); });
   check_floating(x, "dropout");
   check(rate >= 0.0 && rate < 1.0, "dropout: rate must be in [0, 1), got {}", rate);
   if (!training || rate == 0.0) return x;

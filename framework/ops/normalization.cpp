@@ -7,6 +7,7 @@
 
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/graph/symbolic.hpp"
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/strided.hpp"
 #include "framework/ops/detail/input_checks.hpp"
@@ -479,15 +480,26 @@ std::int64_t extent(const Shape& shape, std::int64_t begin, std::int64_t end) {
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Axes& axes,
                   double epsilon) {
+  if (graph::any_symbolic(x, gamma, beta))
+    return graph::record_op("layer_norm", {x, gamma, beta},
+                            [=](const std::vector<Tensor>& v) { return layer_norm(v[0], v[1], v[2], axes, epsilon); });
   return layer_or_rms_norm("layer_norm", "layer_norm_backward", x, gamma, beta, axes, epsilon, true);
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& scale, const Axes& axes, double epsilon) {
+  if (graph::any_symbolic(x, scale))
+    return graph::record_op("rms_norm", {x, scale},
+                            [=](const std::vector<Tensor>& v) { return rms_norm(v[0], v[1], axes, epsilon); });
   return layer_or_rms_norm("rms_norm", "rms_norm_backward", x, scale, Tensor(), axes, epsilon, false);
 }
 
 Tensor group_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, std::int64_t groups, std::int64_t axis,
                   double epsilon) {
+  if (graph::any_symbolic(x, gamma, beta))
+    return graph::record_op("group_norm", {x, gamma, beta},
+                            [=](const std::vector<Tensor>& v) {
+                              return group_norm(v[0], v[1], v[2], groups, axis, epsilon);
+                            });
   check_input("group_norm", x, epsilon);
   check(x.ndim() >= 2, "group_norm: expected an input with a batch axis and a channel axis (rank >= 2), got shape {}",
         x.shape());
@@ -530,6 +542,11 @@ BatchNormResult batch_norm(const Tensor& x, const Tensor& gamma, const Tensor& b
 
 Tensor batch_norm_inference(const Tensor& x, const Tensor& mean, const Tensor& variance, const Tensor& gamma,
                             const Tensor& beta, std::int64_t axis, double epsilon) {
+  if (graph::any_symbolic(x, mean, variance, gamma, beta))
+    return graph::record_op("batch_norm_inference", {x, mean, variance, gamma, beta},
+                            [=](const std::vector<Tensor>& v) {
+                              return batch_norm_inference(v[0], v[1], v[2], v[3], v[4], axis, epsilon);
+                            });
   const char* op = "batch_norm_inference";
   check_input(op, x, epsilon);
   const std::int64_t a = normalize_axis(axis, x.ndim(), op);

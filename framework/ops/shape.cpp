@@ -7,6 +7,7 @@
 
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
+#include "framework/graph/symbolic.hpp"
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/strided.hpp"
 #include "framework/ops/detail/input_checks.hpp"
@@ -167,6 +168,8 @@ Strides along_axis_strides(const Tensor& t, const Shape& shape, std::int64_t a) 
 // ---- views ----
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("reshape", {x}, [=](const std::vector<Tensor>& v) { return reshape(v[0], shape); });
   check_defined(x, "reshape");
   Shape target = shape;
   std::int64_t known = 1;
@@ -200,6 +203,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 }
 
 Tensor permute(const Tensor& x, const std::vector<std::int64_t>& axes) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("permute", {x}, [=](const std::vector<Tensor>& v) { return permute(v[0], axes); });
   check_defined(x, "permute");
   const std::int64_t rank = x.ndim();
   check(std::int64_t(axes.size()) == rank, "permute: expected {} axes for a tensor of shape {}, got {}", rank,
@@ -224,6 +229,9 @@ Tensor permute(const Tensor& x, const std::vector<std::int64_t>& axes) {
 }
 
 Tensor transpose(const Tensor& x, std::int64_t axis0, std::int64_t axis1) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("transpose", {x},
+                            [=](const std::vector<Tensor>& v) { return transpose(v[0], axis0, axis1); });
   check_defined(x, "transpose");
   const auto a = std::size_t(normalize_axis(axis0, x.ndim(), "transpose"));
   const auto b = std::size_t(normalize_axis(axis1, x.ndim(), "transpose"));
@@ -234,6 +242,9 @@ Tensor transpose(const Tensor& x, std::int64_t axis0, std::int64_t axis1) {
 }
 
 Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("slice", {x},
+                            [=](const std::vector<Tensor>& v) { return slice(v[0], axis, start, stop, step); });
   check_defined(x, "slice");
   const std::int64_t a = normalize_axis(axis, x.ndim(), "slice");
   check(step >= 1, "slice: step must be >= 1, got {} (axis {} of shape {})", step, axis, x.shape());
@@ -267,6 +278,9 @@ Tensor slice_backward(const Tensor& grad, const Shape& shape, std::int64_t axis,
 }
 
 Tensor broadcast_to(const Tensor& x, const Shape& shape) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("broadcast_to", {x},
+                            [=](const std::vector<Tensor>& v) { return broadcast_to(v[0], shape); });
   check_defined(x, "broadcast_to");
   const std::size_t rank = shape.size();
   const std::size_t in_rank = x.shape().size();
@@ -292,6 +306,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
 }
 
 Tensor expand_dims(const Tensor& x, std::int64_t axis) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("expand_dims", {x}, [=](const std::vector<Tensor>& v) { return expand_dims(v[0], axis); });
   check_defined(x, "expand_dims");
   const std::int64_t a = normalize_axis(axis, x.ndim() + 1, "expand_dims");
   Shape shape = x.shape();
@@ -309,6 +325,8 @@ Tensor expand_dims(const Tensor& x, std::int64_t axis) {
 }
 
 Tensor squeeze(const Tensor& x, std::int64_t axis) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("squeeze", {x}, [=](const std::vector<Tensor>& v) { return squeeze(v[0], axis); });
   check_defined(x, "squeeze");
   const std::int64_t a = normalize_axis(axis, x.ndim(), "squeeze");
   check(x.shape()[std::size_t(a)] == 1, "squeeze: axis {} of shape {} has size {}, expected 1", axis, x.shape(),
@@ -322,6 +340,8 @@ Tensor squeeze(const Tensor& x, std::int64_t axis) {
 }
 
 Tensor flatten(const Tensor& x, std::int64_t start_axis) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("flatten", {x}, [=](const std::vector<Tensor>& v) { return flatten(v[0], start_axis); });
   check_defined(x, "flatten");
   if (x.ndim() == 0) {  // as torch.flatten: a scalar becomes [1]
     check(start_axis == 0 || start_axis == -1, "flatten: axis {} is out of range for a tensor of rank 0", start_axis);
@@ -334,12 +354,16 @@ Tensor flatten(const Tensor& x, std::int64_t start_axis) {
 }
 
 Tensor contiguous(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("contiguous", {x}, [](const std::vector<Tensor>& v) { return contiguous(v[0]); });
   check_defined(x, "contiguous");
   if (x.is_contiguous()) return x;
   return recorded_copy(x, "contiguous");
 }
 
 Tensor clone(const Tensor& x) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("clone", {x}, [](const std::vector<Tensor>& v) { return clone(v[0]); });
   check_defined(x, "clone");
   return recorded_copy(x, "clone");
 }
@@ -347,6 +371,8 @@ Tensor clone(const Tensor& x) {
 // ---- joining and splitting ----
 
 Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
+  if (graph::any_symbolic(xs))
+    return graph::record_op("concat", xs, [axis](const std::vector<Tensor>& v) { return concat(v, axis); });
   check(!xs.empty(), "concat: expected at least one tensor, got an empty list");
   for (std::size_t i = 0; i < xs.size(); ++i) check(xs[i].defined(), "concat: tensor {} is undefined", i);
   const Tensor& first = xs[0];
@@ -379,6 +405,8 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
 }
 
 Tensor stack(const std::vector<Tensor>& xs, std::int64_t axis) {
+  if (graph::any_symbolic(xs))
+    return graph::record_op("stack", xs, [axis](const std::vector<Tensor>& v) { return stack(v, axis); });
   check(!xs.empty(), "stack: expected at least one tensor, got an empty list");
   for (std::size_t i = 0; i < xs.size(); ++i) {
     check(xs[i].defined(), "stack: tensor {} is undefined", i);
@@ -395,6 +423,9 @@ Tensor stack(const std::vector<Tensor>& xs, std::int64_t axis) {
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t axis) {
+  if (graph::is_symbolic(x))
+    return graph::record(graph::unique_name("split"), "Split", {x},
+                         [=](const std::vector<Tensor>& v, bool) { return split(v[0], sizes, axis); });
   check_defined(x, "split");
   const std::int64_t a = normalize_axis(axis, x.ndim(), "split");
   check(!sizes.empty(), "split: expected at least one part size for shape {}", x.shape());
@@ -422,6 +453,9 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
 }
 
 std::vector<Tensor> split(const Tensor& x, std::int64_t sections, std::int64_t axis) {
+  if (graph::is_symbolic(x))
+    return graph::record(graph::unique_name("split"), "Split", {x},
+                         [=](const std::vector<Tensor>& v, bool) { return split(v[0], sections, axis); });
   check_defined(x, "split");
   const std::int64_t a = normalize_axis(axis, x.ndim(), "split");
   const std::int64_t size = x.shape()[std::size_t(a)];
@@ -433,6 +467,8 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t sections, std::int64_t a
 // ---- indexing ----
 
 Tensor take(const Tensor& x, const Tensor& indices, std::int64_t axis) {
+  if (graph::any_symbolic(x, indices))
+    return graph::record_op("take", {x, indices}, [=](const std::vector<Tensor>& v) { return take(v[0], v[1], axis); });
   check_defined(x, "take");
   check_indices_tensor(indices, "take");
   const std::int64_t a = normalize_axis(axis, x.ndim(), "take");
@@ -501,6 +537,9 @@ Tensor take_backward(const Tensor& grad, const Tensor& indices, std::int64_t axi
 }
 
 Tensor take_along_axis(const Tensor& x, const Tensor& indices, std::int64_t axis) {
+  if (graph::any_symbolic(x, indices))
+    return graph::record_op("take_along_axis", {x, indices},
+                            [=](const std::vector<Tensor>& v) { return take_along_axis(v[0], v[1], axis); });
   check_defined(x, "take_along_axis");
   check_indices_tensor(indices, "take_along_axis");
   check(indices.ndim() == x.ndim(), "take_along_axis: indices of shape {} must have the rank of x, shape {}",

@@ -25,9 +25,11 @@ namespace {
 
 constexpr std::size_t kAlignment = 64;
 
-std::uint64_t next_tensor_id() {
-  static std::atomic<std::uint64_t> counter{1};
-  return counter.fetch_add(1, std::memory_order_relaxed);
+
+/// Symbolic tensors (framework/graph/symbolic.hpp) have no storage.
+void check_has_data(const Tensor& t, std::string_view what) {
+  check(t.impl().storage != nullptr, "{}: a symbolic tensor (shape {}, {}) has no data; only ops and layers can be "
+        "applied to it (call the model on real data)", what, t.shape(), t.dtype());
 }
 
 /// No negative dimension, and a byte count that fits in memory's address range.
@@ -257,6 +259,17 @@ const Strides& Tensor::strides() const { return impl().strides; }
 std::int64_t Tensor::offset() const { return impl().offset; }
 DType Tensor::dtype() const { return impl().dtype; }
 std::uint64_t Tensor::id() const { return impl().id; }
+
+Tensor Tensor::keras_mask() const { return Tensor(impl().keras_mask); }
+
+Tensor Tensor::with_keras_mask(const Tensor& mask) const {
+  if (mask.defined())
+    check(mask.dtype() == DType::boolean, "with_keras_mask: the mask must be boolean, got {} (tensor {}, mask {})",
+          mask.dtype(), shape(), mask.shape());
+  auto alias = std::make_shared<TensorImpl>(impl());
+  alias->keras_mask = mask.impl_;
+  return Tensor(std::move(alias));
+}
 std::int64_t Tensor::ndim() const { return std::int64_t(impl().shape.size()); }
 std::int64_t Tensor::numel() const { return loom::numel(impl().shape); }
 
@@ -285,6 +298,7 @@ bool Tensor::shares_storage_with(const Tensor& other) const {
 template <class T>
 T* Tensor::data() const {
   check(dtype() == dtype_of<T>(), "Tensor::data: the tensor holds {}, not {}", dtype(), dtype_of<T>());
+  check_has_data(*this, "Tensor::data");
   return reinterpret_cast<T*>(impl().storage->data()) + impl().offset;
 }
 
@@ -295,6 +309,7 @@ template bool* Tensor::data<bool>() const;
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
+  check_has_data(*this, "Tensor::to_vector");
   std::vector<T> out(static_cast<std::size_t>(numel()));
   visit_dtype(dtype(), [&]<class S>() {
     const S* base = reinterpret_cast<const S*>(impl().storage->data());
@@ -311,6 +326,7 @@ template std::vector<bool> Tensor::to_vector<bool>() const;
 
 template <class T>
 T Tensor::item() const {
+  check_has_data(*this, "Tensor::item");
   check(numel() == 1, "Tensor::item: expected a tensor with one element, got shape {}", shape());
   return to_vector<T>()[0];
 }
@@ -333,7 +349,14 @@ Tensor Tensor::slice(std::int64_t axis, std::int64_t start, std::int64_t stop, s
 }
 Tensor Tensor::broadcast_to(const Shape& shape) const { return ops::broadcast_to(*this, shape); }
 
+std::uint64_t next_tensor_id() {
+  static std::atomic<std::uint64_t> counter{1};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
 Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset) {
+  check(base.impl().symbolic == nullptr, "a view of a symbolic tensor of shape {}: this op does not build graphs "
+        "(use it inside a layer)", base.shape());
   auto impl = std::make_shared<TensorImpl>();
   impl->id = next_tensor_id();
   impl->dtype = base.dtype();
@@ -383,6 +406,7 @@ void format_dimension(const Tensor& t, std::size_t dim, std::int64_t position, b
 
 std::string to_string(const Tensor& t) {
   if (!t.defined()) return "Tensor(undefined)";
+  if (t.impl().symbolic) return fmt::format("KerasTensor(shape={}, dtype={})", t.shape(), t.dtype());
   std::string head = fmt::format("Tensor(shape={}, dtype={},", t.shape(), t.dtype());
   std::string values;
   if (t.ndim() == 0) values = format_element(t, t.offset());

@@ -91,6 +91,13 @@ class Tensor {
   Tensor slice(std::int64_t axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const;
   Tensor broadcast_to(const Shape& shape) const;
 
+  // ---- Keras's mask (a layer's output may carry one: Embedding with mask_zero; docs/layers.md, "Masks") ----
+  /// The boolean mask attached to this tensor, undefined when none.
+  Tensor keras_mask() const;
+  /// The same tensor (same id, data and geometry, so tapes see one tensor) carrying `mask` instead (undefined:
+  /// none). This handle is unchanged.
+  Tensor with_keras_mask(const Tensor& mask) const;
+
   /// The internals (defined in framework/tensor/detail/tensor_impl.hpp, for the framework's own code).
   TensorImpl& impl() const {
     if (!impl_) throw_undefined();

@@ -11,6 +11,10 @@
 
 namespace loom {
 
+namespace graph {
+struct Origin;
+}  // namespace graph
+
 /// One 64-byte aligned, zero-initialised buffer (left uninitialised with zero = false, for
 /// Tensor::empty). Never resized; shared by a tensor and its views. Small buffers live inside the
 /// Storage object itself, so a small tensor costs one allocation fewer (the fixed cost of an op on tiny
@@ -43,7 +47,13 @@ struct TensorImpl {
   std::int64_t offset;   // in elements, into storage
   std::shared_ptr<Storage> storage;
   bool trainable = false;  // the value of a trainable Variable: tapes watch it automatically
+  std::shared_ptr<TensorImpl> keras_mask;  // Tensor::keras_mask
+  /// Set for a symbolic tensor (framework/graph/symbolic.hpp), which has no storage.
+  std::shared_ptr<const graph::Origin> symbolic;
 };
+
+/// A fresh tensor id (ids are never reused).
+std::uint64_t next_tensor_id();
 
 /// A view onto `base`'s storage with new geometry (no copy, not recorded). Used by the view ops.
 Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset);
