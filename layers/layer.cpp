@@ -2,26 +2,21 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 
 #include "framework/autograd/tape.hpp"
+#include "framework/graph/symbolic.hpp"
 
 namespace loom::layers {
 
-namespace {
-std::map<std::string, int, std::less<>>& used_names() {
-  thread_local std::map<std::string, int, std::less<>> names;
-  return names;
-}
-}  // namespace
+std::string unique_layer_name(std::string_view base) { return graph::unique_name(base); }
 
-std::string unique_layer_name(std::string_view base) {
-  auto [it, first] = used_names().try_emplace(std::string(base), 0);
-  if (first) return it->first;
-  return fmt::format("{}_{}", base, ++it->second);
-}
+void reset_layer_names() { graph::reset_names(); }
 
-void reset_layer_names() { used_names().clear(); }
+Layer& LayerHandle::get(std::string_view user) const {
+  check(layer != nullptr, "{}: the layer '{}' it calls was destroyed (a layer object called on symbolic tensors "
+        "must outlive the models built from it; hold it by std::shared_ptr, or call a temporary)", user, name);
+  return *layer;
+}
 
 Layer::Layer(std::string_view default_name, std::optional<std::string> name)
     : base_name_(default_name), name_(name ? std::move(*name) : unique_layer_name(default_name)), path_(name_) {
@@ -29,11 +24,100 @@ Layer::Layer(std::string_view default_name, std::optional<std::string> name)
         "Layer: a layer name must be non-empty and contain no '/', got '{}'", name_);
 }
 
-Tensor Layer::operator()(const Tensor& x, bool training) {
+Layer::~Layer() {
+  if (auto handle = handle_.lock(); handle && handle->layer == this) handle->layer = nullptr;
+}
+
+Layer::Layer(Layer&& other) noexcept
+    : base_name_(std::move(other.base_name_)),
+      name_(std::move(other.name_)),
+      path_(std::move(other.path_)),
+      built_(other.built_),
+      trainable_(other.trainable_),
+      dtype_(other.dtype_),
+      weights_(std::move(other.weights_)),
+      children_(std::move(other.children_)),
+      handle_(std::move(other.handle_)),
+      last_output_shape_(std::move(other.last_output_shape_)) {
+  if (auto handle = handle_.lock()) handle->layer = this;
+}
+
+Layer& Layer::operator=(Layer&& other) noexcept {
+  if (this == &other) return *this;
+  if (auto handle = handle_.lock(); handle && handle->layer == this) handle->layer = nullptr;
+  base_name_ = std::move(other.base_name_);
+  name_ = std::move(other.name_);
+  path_ = std::move(other.path_);
+  built_ = other.built_;
+  trainable_ = other.trainable_;
+  dtype_ = other.dtype_;
+  weights_ = std::move(other.weights_);
+  children_ = std::move(other.children_);
+  handle_ = std::move(other.handle_);
+  last_output_shape_ = std::move(other.last_output_shape_);
+  if (auto handle = handle_.lock()) handle->layer = this;
+  return *this;
+}
+
+std::shared_ptr<LayerHandle> Layer::handle() {
+  auto handle = handle_.lock();
+  if (!handle) {
+    handle = std::make_shared<LayerHandle>();
+    handle->layer = this;
+    handle->name = name_;
+    handle_ = handle;
+  }
+  return handle;
+}
+
+std::shared_ptr<Layer> Layer::move_into_shared() && {
+  throw Error(fmt::format("{}: a temporary {} was called on a symbolic tensor, but its class does not override "
+                          "move_into_shared(): keep the layer in a variable (or a std::shared_ptr) for the model's "
+                          "life, or override move_into_shared", name_, class_name()));
+}
+
+std::vector<Tensor> Layer::record_call(const std::vector<Tensor>& inputs, LayerCall call,
+                                       std::shared_ptr<Layer> owner) {
+  auto handle = this->handle();
+  if (!owner) owner = weak_from_this().lock();  // a layer held by a shared_ptr: the graph shares it
+  if (owner) handle->owned = std::move(owner);
+  auto function = [handle, call = std::move(call)](const std::vector<Tensor>& values, bool training) {
+    Layer& self = handle->get("a Functional model");
+    return call(self, values, training);
+  };
+  auto outputs = graph::record(name_, class_name(), inputs, std::move(function), handle, handle->nodes);
+  ++handle->nodes;
+  return outputs;
+}
+
+Tensor Layer::operator()(const Tensor& x, bool training) && {
+  if (!graph::is_symbolic(x)) return (*this)(x, training);
+  std::shared_ptr<Layer> owned = std::move(*this).move_into_shared();
+  Layer& self = *owned;
+  self.maybe_build(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::f32);
+  auto call = [](Layer& layer, const std::vector<Tensor>& v, bool t) { return std::vector<Tensor>{layer(v[0], t)}; };
+  return self.record_call({x}, call, std::move(owned)).front();
+}
+
+Tensor Layer::operator()(const Tensor& x, bool training) & {
   check(x.defined(), "{}: the input is undefined", name_);
   maybe_build(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::f32);
-  return call(x, training);
+  if (graph::is_symbolic(x)) {
+    auto call = [](Layer& layer, const std::vector<Tensor>& v, bool t) { return std::vector<Tensor>{layer(v[0], t)}; };
+    return record_call({x}, call).front();
+  }
+  const Tensor mask = x.keras_mask();
+  const Tensor y = mask.defined() ? call_with_mask(x, mask, training) : call(x, training);
+  note_output(y);
+  // As Keras: a layer that supports masking gives its output compute_mask's mask unless call() set one.
+  if (!supports_masking() || y.keras_mask().defined()) return y;
+  const Tensor out_mask = compute_mask(x, mask);
+  return out_mask.defined() ? y.with_keras_mask(out_mask) : y;
 }
+
+Tensor Layer::compute_mask(const Tensor&, const Tensor& mask) const { return supports_masking() ? mask : Tensor(); }
+
+Tensor Layer::call_with_mask(const Tensor& x, const Tensor&, bool training) { return call(x, training); }
 
 void Layer::maybe_build(const Shape& input_shape, DType dtype) {
   if (built_) return;
@@ -77,11 +161,28 @@ Variable Layer::add_weight(const std::string& name, const Shape& shape, const In
 
 void Layer::register_child(std::shared_ptr<Layer> child) {
   check(child != nullptr, "{}: add_layer was given no layer", path_);
-  for (const auto& existing : children_)
-    check(existing->name() != child->name(), "{}: a child layer named '{}' exists already", path_, child->name());
-  child->set_path(path_);
-  if (!trainable_) child->set_trainable(false);
-  children_.push_back(std::move(child));
+  auto handle = child->handle();
+  handle->owned = std::move(child);
+  register_child(std::move(handle), /*re_root=*/true);
+}
+
+void Layer::adopt_layer(std::shared_ptr<LayerHandle> layer) { register_child(std::move(layer), /*re_root=*/false); }
+
+void Layer::register_child(std::shared_ptr<LayerHandle> handle, bool re_root) {
+  Layer& child = handle->get(name_);
+  for (const auto& existing : layers())
+    check(existing->name() != child.name(), "{}: a child layer named '{}' exists already", path_, child.name());
+  if (re_root) child.set_path(path_);
+  if (!trainable_) child.set_trainable(false);
+  children_.push_back(std::move(handle));
+}
+
+std::vector<std::shared_ptr<Layer>> Layer::layers() const {
+  std::vector<std::shared_ptr<Layer>> out;
+  out.reserve(children_.size());
+  // Aliasing pointers: they keep the handle alive and point at the layer wherever it now lives.
+  for (const auto& handle : children_) out.emplace_back(handle, &handle->get(name_));
+  return out;
 }
 
 void Layer::set_path(const std::string& parent_path) {
@@ -90,7 +191,7 @@ void Layer::set_path(const std::string& parent_path) {
     const std::string& old = w.variable.name();
     w.variable.set_name(path_ + old.substr(old.rfind('/')));
   }
-  for (auto& child : children_) child->set_path(path_);
+  for (auto& child : layers()) child->set_path(path_);
 }
 
 std::string Layer::class_name() const {
@@ -108,9 +209,9 @@ std::string Layer::class_name() const {
 }
 
 void Layer::remove_layer(const Layer& child) {
-  auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.get() == &child; });
+  auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c->layer == &child; });
   check(it != children_.end(), "{}: remove_layer: '{}' is not a child of this layer", path_, child.name());
-  (*it)->set_path("");
+  (*it)->get(name_).set_path("");
   children_.erase(it);
 }
 
@@ -124,7 +225,7 @@ std::vector<Variable> Layer::own_weights() const {
 
 std::vector<Variable> Layer::weights() const {
   std::vector<Variable> out = own_weights();
-  for (const auto& child : children_)
+  for (const auto& child : layers())
     for (auto& v : child->weights()) out.push_back(v);
   return out;
 }
@@ -152,7 +253,7 @@ std::int64_t Layer::count_params() const {
 void Layer::set_trainable(bool trainable) {
   trainable_ = trainable;
   for (auto& w : weights_) w.variable.set_trainable(w.trainable && trainable);
-  for (auto& child : children_) child->set_trainable(trainable);
+  for (auto& child : layers()) child->set_trainable(trainable);
 }
 
 }  // namespace loom::layers

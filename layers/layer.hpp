@@ -19,8 +19,13 @@
 //   L::Dense& dense_ = add_layer(L::Dense(64));
 //
 // Layers are movable, not copyable: a copy would silently share or duplicate weights. To use one layer in two
-// places, hold it by std::shared_ptr.
+// places, hold it by std::shared_ptr, or (Functional API) call the same layer object twice.
+//
+// Called on symbolic tensors (framework/graph/symbolic.hpp), a layer records a graph node instead of
+// computing. The graph owns a temporary, `L::Dense(3)(x)` (moved in, move_into_shared), and a layer held by a
+// std::shared_ptr; a layer object in a variable must outlive the models built from it (it may move).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,17 +39,41 @@
 
 namespace loom::layers {
 
-class Layer {
+class Layer;
+
+/// How graph nodes and parent layers refer to a layer: its address, kept current when the layer moves and
+/// cleared when it is destroyed, and the layer itself when they own it.
+struct LayerHandle {
+  Layer* layer = nullptr;
+  std::string name;  // the layer's, for the message when it is gone
+  std::shared_ptr<Layer> owned;
+  /// The graph nodes recorded so far for the layer (the next one's Keras node_index).
+  std::size_t nodes = 0;
+  /// The layer; a loom::Error naming `user` when it was destroyed.
+  Layer& get(std::string_view user) const;
+};
+
+class Layer : public std::enable_shared_from_this<Layer> {
  public:
-  virtual ~Layer() = default;
-  Layer(Layer&&) = default;
-  Layer& operator=(Layer&&) = default;
+  virtual ~Layer();
+  Layer(Layer&& other) noexcept;
+  Layer& operator=(Layer&& other) noexcept;
   Layer(const Layer&) = delete;
   Layer& operator=(const Layer&) = delete;
 
   /// Builds the layer from x's shape on the first call, then returns call(x, training). `training` is Keras's
   /// flag: dropout drops and BatchNormalization uses (and updates) batch statistics only when it is true.
-  Tensor operator()(const Tensor& x, bool training = false);
+  /// When x carries a Keras mask (Tensor::keras_mask), call_with_mask gets it instead; a layer that supports
+  /// masking gives its output compute_mask's result (a layer that does not drops the mask, as in Keras).
+  Tensor operator()(const Tensor& x, bool training = false) &;
+  /// The same for a temporary; on a symbolic tensor the temporary moves into the graph.
+  Tensor operator()(const Tensor& x, bool training = false) &&;
+
+  /// Keras's supports_masking: the layer accepts a masked input; by default it then passes the mask on.
+  virtual bool supports_masking() const { return false; }
+  /// Keras's compute_mask: the mask of the output for an input with this mask (undefined: none). By default
+  /// `mask` itself when supports_masking(), else none.
+  virtual Tensor compute_mask(const Tensor& input, const Tensor& mask) const;
 
   /// Builds now for inputs of this shape (batch dimension included) and dtype, if not built yet.
   void maybe_build(const Shape& input_shape, DType dtype = DType::f32);
@@ -64,6 +93,8 @@ class Layer {
   const std::string& base_name() const { return base_name_; }
   /// The hierarchical name: the parents' names and this one, joined by '/' ("encoder/mha/query").
   const std::string& path() const { return path_; }
+  /// The shape of the output of the latest call on data (summary() shows it), none before one.
+  const std::optional<Shape>& last_output_shape() const { return last_output_shape_; }
   /// The dtype of the weights: that of the first input (floating inputs), float32 by default.
   DType dtype() const { return dtype_; }
 
@@ -82,7 +113,10 @@ class Layer {
   virtual void set_trainable(bool trainable);
 
   /// Direct children, in registration order.
-  std::vector<std::shared_ptr<Layer>> layers() const { return children_; }
+  std::vector<std::shared_ptr<Layer>> layers() const;
+
+  /// This layer's handle (made on first use; graph nodes and parents hold it).
+  std::shared_ptr<LayerHandle> handle();
 
  protected:
   /// `default_name` is the Keras class name in snake_case ("dense"); a given `name` is used as is.
@@ -93,6 +127,9 @@ class Layer {
   /// The computation. Layers with other inputs (MultiHeadAttention, Add) add their own operator() and may
   /// leave this one throwing.
   virtual Tensor call(const Tensor& x, bool training);
+  /// call() for an input that carries a mask (Keras's call(inputs, mask=...)). By default call(x, training):
+  /// layers that use the mask (pooling, attention) override this.
+  virtual Tensor call_with_mask(const Tensor& x, const Tensor& mask, bool training);
 
   /// Creates a weight named `name` (under this layer's path) in the layer's dtype, initialized now.
   Variable add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
@@ -115,9 +152,26 @@ class Layer {
 
   /// For layers that build from several inputs (MultiHeadAttention): call once the weights exist.
   void mark_built(DType dtype);
+  /// For operators with several inputs: records the output's shape for last_output_shape().
+  void note_output(const Tensor& output) { last_output_shape_ = output.shape(); }
+
+  /// Moves this layer to the heap (Functional API: a temporary called on symbolic tensors). Each layer
+  /// class overrides it as `return std::make_shared<Class>(std::move(*this));`; the default throws.
+  virtual std::shared_ptr<Layer> move_into_shared() &&;
+
+  /// What a graph node runs: this layer (or the heap copy it moved into) called on real inputs.
+  using LayerCall = std::function<std::vector<Tensor>(Layer& self, const std::vector<Tensor>& inputs, bool training)>;
+  /// Records `call` on `inputs` (some symbolic) as a graph node of this layer, owned by `owner` when given
+  /// (this layer's heap copy), and returns the symbolic outputs. Operators with several inputs use it.
+  std::vector<Tensor> record_call(const std::vector<Tensor>& inputs, LayerCall call,
+                                  std::shared_ptr<Layer> owner = nullptr);
+
+  /// Registers graph layers of a Functional model: as children, without re-rooting their weight paths.
+  void adopt_layer(std::shared_ptr<LayerHandle> layer);
 
  private:
   void register_child(std::shared_ptr<Layer> child);
+  void register_child(std::shared_ptr<LayerHandle> child, bool re_root);
   void set_path(const std::string& parent_path);
 
   struct Weight {
@@ -131,10 +185,13 @@ class Layer {
   bool trainable_ = true;
   DType dtype_ = DType::f32;
   std::vector<Weight> weights_;
-  std::vector<std::shared_ptr<Layer>> children_;
+  std::vector<std::shared_ptr<LayerHandle>> children_;
+  std::weak_ptr<LayerHandle> handle_;
+  std::optional<Shape> last_output_shape_;
 };
 
-/// Keras's naming: the first layer named `base` gets `base`, the next `base_1`, ... (per thread).
+/// Keras's naming: the first layer named `base` gets `base`, the next `base_1`, ... (per thread; ops on
+/// symbolic tensors draw from the same names, as in Keras).
 std::string unique_layer_name(std::string_view base);
 /// Forgets the names given so far on this thread (Keras clear_session).
 void reset_layer_names();

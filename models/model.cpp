@@ -428,19 +428,13 @@ Tensor Model::predict_on_batch(const Tensor& x) {
 // ---- summary -------------------------------------------------------------------------------------------------
 
 std::vector<std::string> Model::child_output_shapes() const {
-  return std::vector<std::string>(layers().size(), "?");
+  std::vector<std::string> out;
+  for (const auto& child : layers())
+    out.push_back(child->last_output_shape() ? format_output_shape(*child->last_output_shape()) : std::string("?"));
+  return out;
 }
 
-std::string Model::summary_string(SummaryOptions options) const {
-  const auto children = layers();
-  const auto shapes = child_output_shapes();
-  std::vector<SummaryRow> rows;
-  for (std::size_t i = 0; i < children.size(); ++i) {
-    const Layer& child = *children[i];
-    rows.push_back({fmt::format("{} ({})", child.name(), child.class_name()), shapes[i],
-                    child.built() || child.count_params() > 0 ? format_param_count(child.count_params())
-                                                              : std::string("0 (unbuilt)")});
-  }
+SummaryTotals Model::summary_totals() const {
   // Totals count each weight once, however many times it is shared.
   SummaryTotals totals{};
   std::set<std::uint64_t> seen;
@@ -460,7 +454,21 @@ std::string Model::summary_string(SummaryOptions options) const {
     totals.total += count;
     totals.total_bytes += bytes;
   }
-  return render_summary(name(), rows, totals, options.line_length.value_or(default_summary_line_length()));
+  return totals;
+}
+
+std::string Model::summary_string(SummaryOptions options) const {
+  if (graph_) return functional_summary(options);
+  const auto children = layers();
+  const auto shapes = child_output_shapes();
+  std::vector<SummaryRow> rows;
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const Layer& child = *children[i];
+    rows.push_back({fmt::format("{} ({})", child.name(), child.class_name()), shapes[i],
+                    child.built() || child.count_params() > 0 ? format_param_count(child.count_params())
+                                                              : std::string("0 (unbuilt)")});
+  }
+  return render_summary(name(), rows, summary_totals(), options.line_length.value_or(default_summary_line_length()));
 }
 
 void Model::summary(SummaryOptions options) const { *options.out << summary_string(options) << std::flush; }

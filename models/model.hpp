@@ -1,6 +1,11 @@
 #pragma once
-// Model: a layer that trains, with Keras's compile / fit / evaluate / predict. Subclass it (override call and
-// register children with add_layer), or use Sequential. Models nest in each other like any layer.
+// Model: a layer that trains, with Keras's compile / fit / evaluate / predict. Build it from symbolic tensors
+// (the Functional API), subclass it (override call and register children with add_layer), or use Sequential.
+// Models nest in each other like any layer.
+//
+//   Tensor tokens = L::Input({12}, {.dtype = DType::i64});
+//   Tensor h = L::Embedding(100, 16)(tokens);
+//   Model classifier(tokens, L::Dense(3, {.activation = "softmax"})(L::GlobalAveragePooling1D()(h)));
 //
 //   class Mlp : public L::Model {
 //    public:
@@ -16,6 +21,7 @@
 //   History h = model.fit(x, y, {.epochs = 5, .validation_split = 0.1});
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -30,9 +36,36 @@
 #include "models/callback.hpp"
 #include "models/metrics.hpp"
 #include "models/shared_arg.hpp"
+#include "models/summary.hpp"
 #include "optim/optimizer.hpp"
 
 namespace loom::layers {
+
+namespace detail {
+class FunctionalGraph;  // models/detail/functional_graph.hpp
+}  // namespace detail
+
+/// A Functional model's inputs or outputs: one symbolic tensor, a list of them, or (outputs) tensors by name,
+/// as Keras takes a dict.
+class GraphTensors {
+ public:
+  GraphTensors(const Tensor& tensor) : tensors_{tensor} {}                         // NOLINT: implicit
+  GraphTensors(std::vector<Tensor> tensors) : tensors_(std::move(tensors)) {}      // NOLINT
+  GraphTensors(std::initializer_list<Tensor> tensors) : tensors_(tensors) {}       // NOLINT
+  GraphTensors(const std::map<std::string, Tensor>& named);                        // NOLINT
+  const std::vector<Tensor>& tensors() const { return tensors_; }
+  /// The names of named outputs, in the map's (sorted) order, as Keras flattens a dict; empty otherwise.
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::vector<Tensor> tensors_;
+  std::vector<std::string> names_;
+};
+
+struct ModelOptions {
+  std::optional<std::string> name = std::nullopt;
+  bool trainable = true;
+};
 
 /// A loss for compile: per-sample values from (y_true, y_pred), as the functions of loom::losses; the model
 /// takes their batch mean.
@@ -130,6 +163,26 @@ struct History {
 
 class Model : public Layer {
  public:
+  /// The Functional API (keras.Model(inputs, outputs)): the graph from `inputs` to `outputs`, built by
+  /// calling layers and ops on symbolic tensors. Its layers (Inputs included, as Keras) are layers(), in
+  /// Keras's order; each is called anew on every call of the model.
+  Model(const GraphTensors& inputs, const GraphTensors& outputs, ModelOptions options = {});
+
+  /// One tensor per input, in order; one per output. Also on symbolic tensors (a model is a layer of another).
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, bool training = false) &;
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, bool training = false) &&;
+  using Layer::operator();
+
+  /// True for a model built from inputs and outputs.
+  bool is_functional() const { return graph_ != nullptr; }
+  /// A Functional model's symbolic inputs and outputs, and the names of its outputs (Keras's output_names:
+  /// the keys of named outputs, else the names of the layers that made them).
+  const std::vector<Tensor>& inputs() const;
+  const std::vector<Tensor>& outputs() const;
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  /// The layer of this name among layers() (Keras get_layer); a loom::Error listing the names otherwise.
+  std::shared_ptr<Layer> get_layer(const std::string& name) const;
+
   /// Sets the optimizer, loss and metrics; required before fit, evaluate, train_on_batch, test_on_batch.
   /// The trainable weights are those of the first training step (Keras captures them at compile; change
   /// trainable and compile again).
@@ -177,8 +230,11 @@ class Model : public Layer {
  protected:
   explicit Model(std::string_view default_name = "model", std::optional<std::string> name = {});
 
-  /// The output shapes summary() shows for each direct child, "?" where unknown. Sequential knows them.
+  /// The output shapes summary() shows for each direct child: those of its latest call on data, "?" before
+  /// one. Sequential knows them from its Input.
   virtual std::vector<std::string> child_output_shapes() const;
+  /// A Functional model's computation; other models override call.
+  Tensor call(const Tensor& x, bool training) override;
 
  private:
   Tensor batch_loss(const Tensor& y_true, const Tensor& y_pred);
@@ -190,6 +246,9 @@ class Model : public Layer {
   void prepare_replica(const Tensor& x, const Tensor& y);
   Logs metric_logs(double loss) const;
   void check_compiled(const char* method) const;
+  std::vector<Tensor> record_model_call(const std::vector<Tensor>& inputs, std::shared_ptr<Layer> owner);
+  std::string functional_summary(const SummaryOptions& options) const;
+  SummaryTotals summary_totals() const;
 
   bool compiled_ = false;
   std::shared_ptr<optim::Optimizer> optimizer_;
@@ -197,10 +256,16 @@ class Model : public Layer {
   LossFunction loss_;
   std::vector<MetricArg> metric_specs_;
   std::vector<std::shared_ptr<metrics::Metric>> metrics_;
+  std::shared_ptr<const detail::FunctionalGraph> graph_;
+  std::vector<std::string> output_names_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<Model>(std::move(*this)); }
 };
 
 }  // namespace loom::layers
 
 namespace loom {
 using layers::History;
+using layers::Model;
 }  // namespace loom

@@ -41,6 +41,13 @@ class Sequential : public Model {
  private:
   std::shared_ptr<Input> input_;
   std::optional<Shape> input_shape_;  // with the batch dimension (-1 when free), once known
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<Sequential>(std::move(*this)); }
 };
 
 }  // namespace loom::layers
+
+namespace loom {
+using layers::Sequential;
+}  // namespace loom

@@ -226,28 +226,38 @@ std::string footer_line(const std::string& label, std::int64_t count, std::int64
 }  // namespace
 
 std::string render_summary(const std::string& model_name, const std::vector<SummaryRow>& rows,
-                           const SummaryTotals& totals, int line_length) {
+                           const SummaryTotals& totals, int line_length, bool connections) {
   check(totals.optimizer_params.has_value() == totals.optimizer_bytes.has_value(),
         "render_summary: optimizer_params and optimizer_bytes must be given together");
   check(totals.total == totals.trainable + totals.non_trainable + totals.optimizer_params.value_or(0),
         "render_summary: total params {} != trainable {} + non-trainable {} + optimizer {}", totals.total,
         totals.trainable, totals.non_trainable, totals.optimizer_params.value_or(0));
-  const std::vector<int> widths = content_widths(line_length, {0.45, 0.80, 1.0});
-  const std::vector<Column> columns = {{U"Layer (type)", Justify::left, widths[0]},
-                                       {U"Output Shape", Justify::left, widths[1]},
-                                       {U"Param #", Justify::right, widths[2]}};
+  // Keras's positions: three columns, or four for a Functional model's "Connected to".
+  const std::vector<double> positions =
+      connections ? std::vector<double>{0.3, 0.56, 0.74, 1.0} : std::vector<double>{0.45, 0.80, 1.0};
+  const std::vector<int> widths = content_widths(line_length, positions);
+  std::vector<Column> columns = {{U"Layer (type)", Justify::left, widths[0]},
+                                 {U"Output Shape", Justify::left, widths[1]},
+                                 {U"Param #", Justify::right, widths[2]}};
+  if (connections) columns.push_back({U"Connected to", Justify::left, widths[3]});
   std::vector<int> cell_widths;
-  for (const Column& column : columns) cell_widths.push_back(column.width + 2);
+  std::vector<std::u32string> headers;
+  for (const Column& column : columns) {
+    cell_widths.push_back(column.width + 2);
+    headers.push_back(column.header);
+  }
 
   std::string out = "Model: \"" + model_name + "\"\n";
   out += rule({"┏", "━", "┳", "┓"}, cell_widths);
-  out += row_lines({columns[0].header, columns[1].header, columns[2].header}, columns, "┃", Align::bottom);
+  out += row_lines(headers, columns, "┃", Align::bottom);
   out += rule({"┡", "━", "╇", "┩"}, cell_widths);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (i > 0) out += rule({"├", "─", "┼", "┤"}, cell_widths);
-    out += row_lines({cell_text(rows[i].layer, "layer"), cell_text(rows[i].output_shape, "output shape"),
-                      cell_text(rows[i].params, "param #")},
-                     columns, "│", Align::top);
+    std::vector<std::u32string> cells = {cell_text(rows[i].layer, "layer"),
+                                         cell_text(rows[i].output_shape, "output shape"),
+                                         cell_text(rows[i].params, "param #")};
+    if (connections) cells.push_back(cell_text(rows[i].connected_to, "connected to"));
+    out += row_lines(cells, columns, "│", Align::top);
   }
   out += rule({"└", "─", "┴", "┘"}, cell_widths);
   out += footer_line("Total", totals.total, totals.total_bytes);
@@ -293,7 +303,7 @@ std::string format_output_shape(const Shape& shape) {
   return out + ")";
 }
 
-int default_summary_line_length() {
+int default_summary_line_length(int widest) {
   long columns = 0;
   if (const char* env = std::getenv("COLUMNS")) {
     char* end = nullptr;
@@ -306,7 +316,7 @@ int default_summary_line_length() {
     winsize size{};
     columns = ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
   }
-  return int(std::min(88L, columns - 4));
+  return int(std::min(long(widest), columns - 4));
 }
 
 }  // namespace loom::layers

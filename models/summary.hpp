@@ -31,6 +31,7 @@ struct SummaryRow {
   std::string layer;         // "dense (Dense)"
   std::string output_shape;  // "(None, 64)", or "?" when unknown
   std::string params;        // "50,240", or "0 (unbuilt)"
+  std::string connected_to = {};  // "embedding[0][0], embedding[0][0]" (Functional models)
 };
 
 /// The footer's counts and sizes in bytes. total = trainable + non_trainable + optimizer_params, as in Keras;
@@ -42,11 +43,12 @@ struct SummaryTotals {
 };
 
 /// The whole summary, each line ending in "\n", for a table `line_length` columns wide (Keras's layout of three
-/// columns at 45% / 80% / 100% of it). Cells are single-line text; a character counts one column.
+/// columns at 45% / 80% / 100% of it; with `connections`, a fourth, "Connected to", at 30% / 56% / 74% / 100%).
+/// Cells are single-line text; a character counts one column.
 /// Throws loom::Error when a column would be narrower than 4 (Keras's "Insufficient console width") or a cell
 /// holds a control character.
 std::string render_summary(const std::string& model_name, const std::vector<SummaryRow>& rows,
-                           const SummaryTotals& totals, int line_length = 88);
+                           const SummaryTotals& totals, int line_length = 88, bool connections = false);
 
 /// Keras's f"{count:,}": "50,240".
 std::string format_param_count(std::int64_t count);
@@ -54,8 +56,9 @@ std::string format_param_count(std::int64_t count);
 std::string format_bytes(std::int64_t bytes);
 /// "(None, 64)": each dimension, with a free one (negative, as the batch dimension -1) shown as None.
 std::string format_output_shape(const Shape& shape);
-/// Keras's default width: min(88, terminal columns - 4), the columns taken from $COLUMNS, else from the
-/// terminal on stdout, else 80 (so 76 when stdout is not a terminal).
-int default_summary_line_length();
+/// Keras's default width: min(widest, terminal columns - 4), the columns taken from $COLUMNS, else from the
+/// terminal on stdout, else 80 (so 76 when stdout is not a terminal). Keras's widest: 88, or 108 for a table
+/// with "Connected to".
+int default_summary_line_length(int widest = 88);
 
 }  // namespace loom::layers

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "framework/autograd/tape.hpp"
+#include "framework/graph/symbolic.hpp"
 #include "framework/ops/attention.hpp"
 #include "framework/ops/ops.hpp"
 
@@ -251,6 +252,20 @@ Tensor MultiHeadAttention::explicit_mask(const Tensor& query, const Tensor& valu
   return ops::logical_and(attention, per_head ? ops::expand_dims(mask, 1) : mask);
 }
 
+namespace {
+
+/// [1, 1, t, s]: true where query i may attend key j under the causal and sliding-window rules.
+Tensor structural_mask(std::int64_t t, std::int64_t s, bool causal, std::int64_t window) {
+  Tensor structural = Tensor::zeros({1, 1, t, s}, DType::boolean);
+  bool* allowed = structural.data<bool>();
+  for (std::int64_t i = 0; i < t; ++i)
+    for (std::int64_t j = 0; j < s; ++j)
+      allowed[i * s + j] = (!causal || j <= i) && (window == 0 || std::abs(i - j) < window);
+  return structural;
+}
+
+}  // namespace
+
 Tensor MultiHeadAttention::masked_softmax(const Tensor& scores, const Tensor& mask) const {
   auto softmax = [&](const Tensor& x) {
     if (softmax_axes_.size() == 1) return ops::softmax(x, -1);
@@ -265,8 +280,13 @@ Tensor MultiHeadAttention::masked_softmax(const Tensor& scores, const Tensor& ma
 }
 
 AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& value_in,
-                                            const MultiHeadAttentionCall& o, bool want_scores) {
+                                            const MultiHeadAttentionCall& given, bool want_scores) {
   check(query.defined() && value_in.defined(), "{}: query and value must be defined tensors", name());
+  // As Keras: the masks the inputs carry fill those not given.
+  MultiHeadAttentionCall o = given;
+  if (!o.query_mask.defined()) o.query_mask = query.keras_mask();
+  if (!o.value_mask.defined()) o.value_mask = value_in.keras_mask();
+  if (!o.key_mask.defined() && o.key.defined()) o.key_mask = o.key.keras_mask();
   const Tensor& key_in = o.key.defined() ? o.key : value_in;
   if (!built()) {
     check(is_floating(query.dtype()), "{}: query must be float32 or float64, got {} of shape {}", name(),
@@ -321,12 +341,7 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
             full.shape());
     }
     if (o.use_causal_mask || window > 0) {
-      const std::int64_t t = scores.size(-2), s = scores.size(-1);
-      Tensor structural = Tensor::zeros({1, 1, t, s}, DType::boolean);
-      bool* allowed = structural.data<bool>();
-      for (std::int64_t i = 0; i < t; ++i)
-        for (std::int64_t j = 0; j < s; ++j)
-          allowed[i * s + j] = (!o.use_causal_mask || j <= i) && (window == 0 || std::abs(i - j) < window);
+      const Tensor structural = structural_mask(scores.size(-2), scores.size(-1), o.use_causal_mask, window);
       full = full.defined() ? ops::logical_and(full, structural) : structural;
     }
     scores = masked_softmax(scores, full);
@@ -337,15 +352,60 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
     attended = ops::einsum(combine_equation_, dropped, v);
   }
   if (gate.defined()) attended = attended * gate;
-  return {(*output_dense_)(attended), scores};
+  const Tensor output = (*output_dense_)(attended).with_keras_mask(query.keras_mask());
+  note_output(output);
+  return {output, scores};
 }
 
-Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options) {
+namespace {
+
+bool any_symbolic_input(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& o) {
+  return graph::any_symbolic(query, value, o.key, o.query_mask, o.value_mask, o.key_mask, o.attention_mask);
+}
+
+}  // namespace
+
+std::vector<Tensor> MultiHeadAttention::record_attention(const Tensor& query, const Tensor& value,
+                                                         const MultiHeadAttentionCall& options, bool want_scores,
+                                                         std::shared_ptr<Layer> owner) {
+  auto call = [options, want_scores](Layer& self, const std::vector<Tensor>& v, bool training) {
+    MultiHeadAttentionCall o = options;
+    o.key = v[2];
+    o.query_mask = v[3];
+    o.value_mask = v[4];
+    o.key_mask = v[5];
+    o.attention_mask = v[6];
+    o.training = training;
+    auto& mha = static_cast<MultiHeadAttention&>(self);
+    if (!want_scores) return std::vector<Tensor>{mha(v[0], v[1], o)};
+    auto [output, scores] = mha.call_with_scores(v[0], v[1], o);
+    return std::vector<Tensor>{output, scores};
+  };
+  return record_call({query, value, options.key, options.query_mask, options.value_mask, options.key_mask,
+                      options.attention_mask},
+                     call, std::move(owner));
+}
+
+Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& value,
+                                      const MultiHeadAttentionCall& options) & {
+  if (any_symbolic_input(query, value, options)) return record_attention(query, value, options, false, nullptr)[0];
   return run(query, value, options, false).output;
+}
+
+Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& value,
+                                      const MultiHeadAttentionCall& options) && {
+  if (!any_symbolic_input(query, value, options)) return (*this)(query, value, options);
+  std::shared_ptr<Layer> owned = std::move(*this).move_into_shared();
+  auto& self = static_cast<MultiHeadAttention&>(*owned);
+  return self.record_attention(query, value, options, false, std::move(owned))[0];
 }
 
 AttentionWithScores MultiHeadAttention::call_with_scores(const Tensor& query, const Tensor& value,
                                                          const MultiHeadAttentionCall& options) {
+  if (any_symbolic_input(query, value, options)) {
+    auto outputs = record_attention(query, value, options, true, nullptr);
+    return {outputs[0], outputs[1]};
+  }
   return run(query, value, options, true);
 }
 

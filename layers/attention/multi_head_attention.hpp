@@ -20,8 +20,10 @@
 // work together). Otherwise (dropout > 0, rank > 3 inputs) it is composed from ops as Keras's manual path.
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/ops/attention.hpp"
@@ -102,11 +104,15 @@ class MultiHeadAttention : public Layer {
   /// x alone: self-attention (so the layer fits in a Sequential).
   using Layer::operator();
   /// query [B, T, Dq], value [B, S, Dv] -> [B, T, E]. Builds the weights from the shapes on the first call.
-  Tensor operator()(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options = {});
+  /// As Keras, the Keras masks the inputs carry (Tensor::keras_mask) fill query_mask, value_mask and key_mask
+  /// where those are not given, and the output carries the query's mask.
+  Tensor operator()(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options = {}) &;
+  Tensor operator()(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options = {}) &&;
   /// The output and the attention scores (with flash they are not recorded on the tape).
   AttentionWithScores call_with_scores(const Tensor& query, const Tensor& value,
                                        const MultiHeadAttentionCall& options = {});
 
+  bool supports_masking() const override { return true; }
   /// The query's shape with its last dimension replaced by output_shape.
   Shape compute_output_shape(const Shape& query_shape) const override;
 
@@ -127,6 +133,9 @@ class MultiHeadAttention : public Layer {
   Tensor call(const Tensor& x, bool training) override;
 
  private:
+  /// Records the call on symbolic inputs as a graph node (with the scores as a second output when asked).
+  std::vector<Tensor> record_attention(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options,
+                                       bool want_scores, std::shared_ptr<Layer> owner);
   AttentionWithScores run(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options,
                           bool want_scores);
   void build_from(const Shape& query_shape, const Shape& value_shape, const Shape& key_shape, DType dtype);
@@ -152,6 +161,11 @@ class MultiHeadAttention : public Layer {
   EinsumDense* value_dense_ = nullptr;
   EinsumDense* output_dense_ = nullptr;
   random::Generator dropout_seeds_{0};
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override {
+    return std::make_shared<MultiHeadAttention>(std::move(*this));
+  }
 };
 
 }  // namespace loom::layers

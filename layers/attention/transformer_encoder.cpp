@@ -1,5 +1,6 @@
 #include "layers/attention/transformer_encoder.hpp"
 
+#include "framework/graph/symbolic.hpp"
 #include "framework/ops/ops.hpp"
 
 namespace loom::layers {
@@ -79,8 +80,27 @@ Tensor TransformerEncoder::forward(const Tensor& x, const TransformerEncoderCall
 
 Tensor TransformerEncoder::call(const Tensor& x, bool training) { return forward(x, {.training = training}); }
 
-Tensor TransformerEncoder::operator()(const Tensor& x, const TransformerEncoderCall& options) {
+std::vector<Tensor> TransformerEncoder::record_encoder(const Tensor& x, const TransformerEncoderCall& options,
+                                                       std::shared_ptr<Layer> owner) {
+  auto call = [options](Layer& self, const std::vector<Tensor>& v, bool training) {
+    TransformerEncoderCall o = options;
+    o.padding_mask = v[1];
+    o.attention_mask = v[2];
+    o.training = training;
+    return std::vector<Tensor>{static_cast<TransformerEncoder&>(self)(v[0], o)};
+  };
+  return record_call({x, options.padding_mask, options.attention_mask}, call, std::move(owner));
+}
+
+Tensor TransformerEncoder::operator()(const Tensor& x, const TransformerEncoderCall& options) && {
+  if (!graph::any_symbolic(x, options.padding_mask, options.attention_mask)) return (*this)(x, options);
+  std::shared_ptr<Layer> owned = std::move(*this).move_into_shared();
+  return static_cast<TransformerEncoder&>(*owned).record_encoder(x, options, owned)[0];
+}
+
+Tensor TransformerEncoder::operator()(const Tensor& x, const TransformerEncoderCall& options) & {
   check(x.defined(), "{}: the input is undefined", name());
+  if (graph::any_symbolic(x, options.padding_mask, options.attention_mask)) return record_encoder(x, options, nullptr)[0];
   maybe_build(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::f32);
   // Checked here, so that the message names this layer rather than its attention child.
   if (options.padding_mask.defined()) {
@@ -89,7 +109,9 @@ Tensor TransformerEncoder::operator()(const Tensor& x, const TransformerEncoderC
           "{}: padding_mask must have shape {} ([batch, seq] of the input {}), got {}", name(), tokens, x.shape(),
           options.padding_mask.shape());
   }
-  return forward(x, options);
+  Tensor y = forward(x, options);
+  note_output(y);
+  return y;
 }
 
 }  // namespace loom::layers

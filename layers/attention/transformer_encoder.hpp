@@ -16,8 +16,11 @@
 // feedforward_dropout. `dropout` is the residual dropout; the attention probabilities get
 // `attention_dropout` (0 by default, which keeps the attention on its fused / flash path).
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "layers/attention/multi_head_attention.hpp"
 #include "layers/core/dense.hpp"
@@ -65,7 +68,8 @@ class TransformerEncoder : public Layer {
 
   using Layer::operator();
   /// x [B, T, d_model] -> [B, T, d_model], with masks.
-  Tensor operator()(const Tensor& x, const TransformerEncoderCall& options);
+  Tensor operator()(const Tensor& x, const TransformerEncoderCall& options) &;
+  Tensor operator()(const Tensor& x, const TransformerEncoderCall& options) &&;
 
   /// The children; null until the layer is built.
   MultiHeadAttention* attention() const { return attention_; }
@@ -79,6 +83,8 @@ class TransformerEncoder : public Layer {
   Tensor call(const Tensor& x, bool training) override;
 
  private:
+  std::vector<Tensor> record_encoder(const Tensor& x, const TransformerEncoderCall& options,
+                                     std::shared_ptr<Layer> owner);
   Tensor forward(const Tensor& x, const TransformerEncoderCall& options);
 
   TransformerEncoderOptions options_;
@@ -89,6 +95,11 @@ class TransformerEncoder : public Layer {
   Dense* intermediate_ = nullptr;
   Dense* output_ = nullptr;
   Dropout* feedforward_dropout_ = nullptr;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override {
+    return std::make_shared<TransformerEncoder>(std::move(*this));
+  }
 };
 
 }  // namespace loom::layers

@@ -6,8 +6,10 @@
 //
 // Unlike PyTorch's Linear (weight [out, in]), the kernel is [in, units], as in Keras.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "layers/activations/activation_functions.hpp"
 #include "layers/layer.hpp"
@@ -25,6 +27,8 @@ struct DenseOptions {
 class Dense : public Layer {
  public:
   explicit Dense(std::int64_t units, DenseOptions options = {});
+  /// Passes the input's Keras mask on, as Keras.
+  bool supports_masking() const override { return true; }
 
   Shape compute_output_shape(const Shape& input_shape) const override;
 
@@ -45,6 +49,9 @@ class Dense : public Layer {
   activations::ActivationFn activation_;
   Variable kernel_;
   Variable bias_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<Dense>(std::move(*this)); }
 };
 
 }  // namespace loom::layers

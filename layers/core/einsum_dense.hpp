@@ -12,8 +12,10 @@
 // input, fan_out = product of those that appear in the output.
 // Equations have the form "<input>,<kernel>-><output>" in letters; ellipses are not supported.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "layers/activations/activation_functions.hpp"
 #include "layers/layer.hpp"
@@ -65,6 +67,9 @@ class EinsumDense : public Layer {
   activations::ActivationFn activation_;
   Variable kernel_;
   Variable bias_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<EinsumDense>(std::move(*this)); }
 };
 
 }  // namespace loom::layers

@@ -30,4 +30,9 @@ Tensor Embedding::call(const Tensor& ids, bool) {
   return ops::take(embeddings_, ids, 0);
 }
 
+Tensor Embedding::compute_mask(const Tensor& ids, const Tensor&) const {
+  if (!options_.mask_zero) return {};
+  return ops::not_equal(ids, Tensor::scalar(0, ids.dtype()));
+}
+
 }  // namespace loom::layers

@@ -6,10 +6,13 @@
 //
 // The table is float32 unless the layer is built for another dtype first:
 // `tokens.maybe_build(ids.shape(), DType::f64)`. Ids must lie in [0, input_dim). The gradient with respect to
-// the table scatter-adds into the rows looked up. Keras's mask_zero is not supported.
+// the table scatter-adds into the rows looked up. With mask_zero, the output carries the Keras mask ids != 0
+// (Tensor::keras_mask), which MultiHeadAttention and the pooling layers downstream honour.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "layers/layer.hpp"
 
@@ -17,6 +20,7 @@ namespace loom::layers {
 
 struct EmbeddingOptions {
   Initializer embeddings_initializer = "uniform";  // Keras: random_uniform(-0.05, 0.05)
+  bool mask_zero = false;
   std::optional<std::string> name = std::nullopt;
 };
 
@@ -25,6 +29,9 @@ class Embedding : public Layer {
   Embedding(std::int64_t input_dim, std::int64_t output_dim, EmbeddingOptions options = {});
 
   Shape compute_output_shape(const Shape& input_shape) const override;
+  bool supports_masking() const override { return options_.mask_zero; }
+  /// With mask_zero: ids != 0; otherwise none.
+  Tensor compute_mask(const Tensor& ids, const Tensor& mask) const override;
 
   std::int64_t input_dim() const { return input_dim_; }
   std::int64_t output_dim() const { return output_dim_; }
@@ -40,6 +47,9 @@ class Embedding : public Layer {
   std::int64_t output_dim_;
   EmbeddingOptions options_;
   Variable embeddings_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<Embedding>(std::move(*this)); }
 };
 
 }  // namespace loom::layers

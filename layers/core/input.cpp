@@ -1,5 +1,9 @@
 #include "layers/core/input.hpp"
 
+#include <memory>
+
+#include "framework/graph/symbolic.hpp"
+
 namespace loom::layers {
 
 Input::Input(Shape shape, InputOptions options)
@@ -9,6 +13,14 @@ Input::Input(Shape shape, InputOptions options)
       input_dtype_(options.dtype) {
   for (auto d : shape_) check(d >= 0 || d == -1, "{}: shape {} must hold sizes >= 0 or -1 (any size)", name(), shape_);
   check(!batch_size_ || *batch_size_ > 0, "{}: batch_size must be positive, got {}", name(), batch_size_.value_or(0));
+  mark_built(DType::f32);  // no weights: built from the start, as Keras's InputLayer
+}
+
+Input::operator Tensor() const {
+  auto layer = std::make_shared<Input>(shape_, InputOptions{batch_size_, input_dtype_, name()});
+  auto handle = layer->handle();
+  handle->owned = layer;
+  return graph::input(batch_shape(), input_dtype_.value_or(DType::f32), name(), class_name(), handle);
 }
 
 Shape Input::batch_shape() const {

@@ -16,8 +16,10 @@
 // Weights, all [channels]: gamma (if scale), beta (if center), then the non-trainable moving_mean and
 // moving_variance.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "layers/layer.hpp"
 
@@ -39,6 +41,9 @@ struct BatchNormalizationOptions {
 class BatchNormalization : public Layer {
  public:
   explicit BatchNormalization(BatchNormalizationOptions options = {});
+  /// Passes the input's Keras mask on, as Keras (whose training statistics also skip masked steps: loom's
+  /// do not yet).
+  bool supports_masking() const override { return true; }
 
   /// The channel axis, non-negative, once built.
   std::int64_t axis() const { return axis_; }
@@ -52,6 +57,11 @@ class BatchNormalization : public Layer {
   std::int64_t axis_ = -1;
   Shape built_shape_;
   Variable gamma_, beta_, moving_mean_, moving_variance_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override {
+    return std::make_shared<BatchNormalization>(std::move(*this));
+  }
 };
 
 }  // namespace loom::layers

@@ -10,8 +10,10 @@
 // variance; the same in training and inference. Weights: gamma (if scale) then beta (if center), [channels].
 // groups = 1 is not LayerNormalization: gamma and beta here are per channel only.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "layers/layer.hpp"
 
@@ -31,6 +33,8 @@ struct GroupNormalizationOptions {
 class GroupNormalization : public Layer {
  public:
   explicit GroupNormalization(GroupNormalizationOptions options = {});
+  /// Passes the input's Keras mask on, as Keras.
+  bool supports_masking() const override { return true; }
 
   /// The number of groups once built (groups = -1 resolved to the channel count).
   std::int64_t groups() const { return groups_; }
@@ -45,6 +49,11 @@ class GroupNormalization : public Layer {
   std::int64_t groups_ = 0;
   Shape built_shape_;
   Variable gamma_, beta_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override {
+    return std::make_shared<GroupNormalization>(std::move(*this));
+  }
 };
 
 }  // namespace loom::layers

@@ -8,8 +8,10 @@
 // y = (x - mean) / sqrt(var + epsilon) * gamma + beta, through the fused ops::layer_norm. Weights: gamma
 // (if scale) then beta (if center), shaped like the normalized dimensions in increasing axis order. Keras
 // defaults: epsilon 1e-3 (PyTorch 1e-5). No difference between training and inference.
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/tensor/shape.hpp"
@@ -30,6 +32,8 @@ struct LayerNormalizationOptions {
 class LayerNormalization : public Layer {
  public:
   explicit LayerNormalization(LayerNormalizationOptions options = {});
+  /// Passes the input's Keras mask on, as Keras.
+  bool supports_masking() const override { return true; }
 
   /// The normalized axes, non-negative and sorted, once built.
   const std::vector<std::int64_t>& axes() const { return axes_; }
@@ -43,6 +47,11 @@ class LayerNormalization : public Layer {
   std::vector<std::int64_t> axes_;
   Shape built_shape_;
   Variable gamma_, beta_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override {
+    return std::make_shared<LayerNormalization>(std::move(*this));
+  }
 };
 
 }  // namespace loom::layers

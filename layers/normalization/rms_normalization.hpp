@@ -6,8 +6,10 @@
 //
 // y = x / sqrt(mean(x^2) + epsilon) * scale, through the fused ops::rms_norm. Weight: scale (initialized to
 // ones), shaped like the normalized dimensions. Keras's epsilon 1e-6 (PyTorch's RMSNorm: machine epsilon).
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "framework/tensor/shape.hpp"
@@ -38,6 +40,9 @@ class RMSNormalization : public Layer {
   std::vector<std::int64_t> axes_;
   Shape built_shape_;
   Variable scale_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<RMSNormalization>(std::move(*this)); }
 };
 
 }  // namespace loom::layers

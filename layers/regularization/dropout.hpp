@@ -11,8 +11,10 @@
 // shares one mask entry along the axes where it is 1, e.g. {-1, 1, -1} drops the same features at every
 // time step of a [batch, time, features] input.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "framework/tensor/random.hpp"
 #include "layers/layer.hpp"
@@ -29,6 +31,8 @@ class Dropout : public Layer {
  public:
   /// rate in [0, 1]; 1 drops everything (zeros while training), as Keras.
   explicit Dropout(double rate, DropoutOptions options = {});
+  /// Passes the input's Keras mask on, as Keras.
+  bool supports_masking() const override { return true; }
 
   double rate() const { return rate_; }
 
@@ -39,6 +43,9 @@ class Dropout : public Layer {
   double rate_;
   std::optional<Shape> noise_shape_;
   std::optional<random::Generator> generator_;  // set when seeded
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<Dropout>(std::move(*this)); }
 };
 
 }  // namespace loom::layers

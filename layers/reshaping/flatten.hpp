@@ -2,8 +2,10 @@
 // Flatten (keras.layers.Flatten): [batch, d1, d2, ...] -> [batch, d1 * d2 * ...]; the batch axis stays.
 // A rank-1 input [batch] becomes [batch, 1]. With data_format "channels_first" the channel axis (axis 1) is
 // moved last before flattening, so the order of the features matches a channels_last model (as Keras).
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "layers/layer.hpp"
 
@@ -25,6 +27,9 @@ class Flatten : public Layer {
 
  private:
   bool channels_first_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<Flatten>(std::move(*this)); }
 };
 
 }  // namespace loom::layers

@@ -3,8 +3,10 @@
 // one entry may be -1, inferred from the others.
 //
 //   L::Reshape split_heads({-1, 8, 64});   // [batch, 16, 512] -> [batch, 16, 8, 64]
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "layers/layer.hpp"
 
@@ -27,6 +29,9 @@ class Reshape : public Layer {
 
  private:
   Shape target_shape_;
+
+ protected:
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<Reshape>(std::move(*this)); }
 };
 
 }  // namespace loom::layers

@@ -45,6 +45,25 @@ TEST_CASE("training doc section Models: the subclassed Mlp", "[docs]") {
   CHECK(mlp.weights().size() == 4);
 }
 
+TEST_CASE("training doc section The Functional API: a text classifier", "[docs]") {
+  const QuietStdout quiet;
+  // doc
+  Tensor tokens = L::Input({12}, {.dtype = DType::i64});
+  Tensor e = L::Embedding(50, 16, {.mask_zero = true})(tokens);     // the mask flows to the attention
+  Tensor att = L::MultiHeadAttention({.num_heads = 2, .key_dim = 8})(e, e);
+  Tensor h = L::LayerNormalization()(e + att);                       // an op on symbolic tensors: a node
+  Model classifier(tokens, L::Dense(3, {.activation = "softmax"})(ops::mean(h, {1})));
+  classifier.compile({.optimizer = optim::Adam({.learning_rate = 1e-3}), .loss = "sparse_categorical_crossentropy"});
+  classifier.summary();   // Keras's Functional table, with its "Connected to" column
+  // end doc
+  CHECK(quiet.printed.str().find("Connected to") != std::string::npos);
+  const Tensor ids = Tensor::uniform({8, 12}, 0, 50, DType::f32, 1).to(DType::i64);
+  const Tensor labels = Tensor::uniform({8}, 0, 3, DType::f32, 2).to(DType::i64);
+  const auto history = classifier.fit(ids, labels, {.epochs = 2, .verbose = 0});
+  CHECK(history.history.at("loss").size() == 2);
+  CHECK(classifier.predict(ids, {.verbose = 0}).shape() == Shape{8, 3});
+}
+
 TEST_CASE("training doc section Optimizers: AdamW with a warm-up cosine schedule", "[docs]") {
   auto model = L::Sequential({L::Input({3}), L::Dense(2)});
   GradientTape tape;

@@ -274,6 +274,33 @@ TEST_CASE("summary prints Keras's table", "[model]") {
   CHECK(model.summary_string({.line_length = 88}) == expected);
 }
 
+TEST_CASE("summary of a subclassed model shows each child's output shape once it has run", "[model]") {
+  L::reset_layer_names();
+  class Mlp : public L::Model {
+   public:
+    Mlp() : Model("mlp") {}
+
+   protected:
+    Tensor call(const Tensor& x, bool training) override { return out_(hidden_(x, training), training); }
+
+   private:
+    L::Dense& hidden_ = add_layer(L::Dense(5));
+    L::Dense& out_ = add_layer(L::Dense(2));
+  };
+  Mlp model;
+  // The table's line for a layer, e.g. "│ dense (Dense)   │ (4, 5)   │   20 │".
+  const auto row_of = [&](const std::string& layer) {
+    const std::string text = model.summary_string({.line_length = 88});
+    const auto at = text.find("│ " + layer + " ");
+    REQUIRE(at != std::string::npos);
+    return text.substr(at, text.find('\n', at) - at);
+  };
+  CHECK(row_of("dense (Dense)").find("│ ? ") != std::string::npos);
+  model(Tensor::ones({4, 3}));
+  CHECK(row_of("dense (Dense)").find("│ (4, 5) ") != std::string::npos);
+  CHECK(row_of("dense_1 (Dense)").find("│ (4, 2) ") != std::string::npos);
+}
+
 TEST_CASE("save_weights and load_weights round-trip into a fresh model of the same architecture", "[model]") {
   const std::string path = temp_path("roundtrip.safetensors");
   auto make = [] { return L::Sequential({L::Input({3}, {.dtype = DType::f64}), L::Dense(4, {.activation = "relu"}), L::BatchNormalization(),
