@@ -10,14 +10,14 @@
 
 namespace loom::layers {
 
-GraphTensors::GraphTensors(const std::map<std::string, Tensor>& named) {
+Tensors::Tensors(const std::map<std::string, Tensor>& named) {
   for (const auto& [name, tensor] : named) {
     names_.push_back(name);
     tensors_.push_back(tensor);
   }
 }
 
-Model::Model(const GraphTensors& inputs, const GraphTensors& outputs, ModelOptions options)
+Model::Model(const Tensors& inputs, const Tensors& outputs, ModelOptions options)
     : Layer("functional", std::move(options.name)) {
   check(inputs.names().empty(), "{}: inputs by name are not supported; give them as a list", name());
   graph_ = std::make_shared<const detail::FunctionalGraph>(inputs.tensors(), outputs.tensors(), name());

@@ -5,12 +5,16 @@
 #include <cmath>
 #include <set>
 
+#include <fmt/ranges.h>
+
 #include "framework/autograd/tape.hpp"
+#include "framework/graph/symbolic.hpp"
 #include "framework/distributed/collectives.hpp"
 #include "framework/io/safetensors.hpp"
 #include "framework/ops/ops.hpp"
 #include "framework/tensor/error.hpp"
 #include "framework/tensor/random.hpp"
+#include "models/detail/functional_graph.hpp"
 #include "models/losses.hpp"
 #include "models/progbar.hpp"
 #include "models/summary.hpp"
@@ -84,15 +88,6 @@ Tensor batch_rows(const Tensor& x, const std::vector<std::int64_t>* order, std::
   return ops::take(x, Tensor::from_vector(ids, Shape{end - begin}), 0);
 }
 
-void check_samples(const char* method, const Tensor& x, const Tensor& y) {
-  check(x.defined(), "Model.{}: x is undefined", method);
-  check(x.ndim() >= 1, "Model.{}: x needs a batch dimension, got a scalar", method);
-  if (!y.defined()) return;
-  check(y.ndim() >= 1, "Model.{}: y needs a batch dimension, got a scalar", method);
-  check(x.shape()[0] == y.shape()[0], "Model.{}: x and y hold different numbers of samples: x {} and y {} ({} != {})",
-        method, x.shape(), y.shape(), x.shape()[0], y.shape()[0]);
-}
-
 // Rows [begin, end) of the data.
 struct RowRange {
   std::int64_t begin, end;
@@ -105,21 +100,6 @@ RowRange part_of(std::int64_t begin, std::int64_t end, int rank, int ranks) {
   const std::int64_t base = (end - begin) / ranks, larger = (end - begin) % ranks;
   const std::int64_t first = begin + rank * base + std::min<std::int64_t>(rank, larger);
   return {first, first + base + (rank < larger ? 1 : 0)};
-}
-
-// Logs over every rank: the loss tracker's and each metric's running (total, count) summed over the ranks in
-// one reduction, so each value is the mean over every rank's samples.
-Logs global_logs(const metrics::Mean& loss_tracker, const std::vector<std::shared_ptr<metrics::Metric>>& metrics) {
-  std::vector<double> state{loss_tracker.total(), loss_tracker.count()};
-  for (const auto& m : metrics) {
-    state.push_back(m->total());
-    state.push_back(m->count());
-  }
-  state = distributed::allreduce_sum(std::move(state));
-  const auto mean = [&state](std::size_t i) { return state[2 * i + 1] > 0.0 ? state[2 * i] / state[2 * i + 1] : 0.0; };
-  Logs logs{{"loss", mean(0)}};
-  for (std::size_t i = 0; i < metrics.size(); ++i) logs[metrics[i]->name()] = mean(i + 1);
-  return logs;
 }
 
 // Fans a hook out to every callback, in order: the user's, then the progress bar when verbose.
@@ -158,24 +138,184 @@ Model& Callback::model() const {
   return *model_;
 }
 
+// ---- data ----------------------------------------------------------------------------------------------------
+
+// A step's data: the model's inputs in inputs() order and its targets in output order (none for predict).
+struct Model::Batch {
+  std::vector<Tensor> x, y;
+
+  std::int64_t samples() const { return x.front().shape()[0]; }
+  Batch rows(const std::vector<std::int64_t>* order, std::int64_t begin, std::int64_t end) const {
+    Batch out;
+    for (const auto& t : x) out.x.push_back(batch_rows(t, order, begin, end));
+    for (const auto& t : y) out.y.push_back(batch_rows(t, order, begin, end));
+    return out;
+  }
+};
+
+namespace {
+
+// "x" for a model's only input, "x[1]" for one of several.
+std::string part_name(const char* what, std::size_t index, std::size_t count) {
+  return count == 1 ? std::string(what) : fmt::format("{}[{}]", what, index);
+}
+
+// Every tensor defined, with a batch axis, all of one number of samples.
+void check_samples(const char* method, const std::vector<Tensor>& x, const std::vector<Tensor>& y) {
+  std::int64_t samples = -1;
+  std::string first;
+  const auto check_part = [&](const Tensor& t, const std::string& part) {
+    check(t.defined(), "Model.{}: {} is undefined", method, part);
+    check(t.ndim() >= 1, "Model.{}: {} needs a batch dimension, got a scalar", method, part);
+    if (samples < 0) {
+      samples = t.shape()[0];
+      first = fmt::format("{} {}", part, t.shape());
+      return;
+    }
+    check(t.shape()[0] == samples, "Model.{}: {} and {} hold different numbers of samples: {} and {} {} ({} != {})",
+          method, first.substr(0, first.find(' ')), part, first, part, t.shape(), samples, t.shape()[0]);
+  };
+  for (std::size_t i = 0; i < x.size(); ++i) check_part(x[i], part_name("x", i, x.size()));
+  for (std::size_t i = 0; i < y.size(); ++i) check_part(y[i], part_name("y", i, y.size()));
+}
+
+// Tensors in the order `names` gives, from tensors given by name; a loom::Error naming the missing and the
+// unknown names.
+std::vector<Tensor> by_names(const Tensors& given, const std::vector<std::string>& names, const std::string& model,
+                             const char* method, const char* what) {
+  std::map<std::string, Tensor> named;
+  for (std::size_t i = 0; i < given.names().size(); ++i) named[given.names()[i]] = given.tensors()[i];
+  std::vector<Tensor> out;
+  std::vector<std::string> missing, unknown;
+  for (const auto& n : names) {
+    const auto it = named.find(n);
+    if (it == named.end())
+      missing.push_back(n);
+    else
+      out.push_back(it->second);
+  }
+  for (const auto& entry : named)
+    if (std::find(names.begin(), names.end(), entry.first) == names.end()) unknown.push_back(entry.first);
+  check(missing.empty() && unknown.empty(),
+        "{}.{}: {} by name needs exactly the names [{}]; missing [{}], unknown [{}]", model, method, what, fmt::join(names, ", "), fmt::join(missing, ", "), fmt::join(unknown, ", "));
+  return out;
+}
+
+}  // namespace
+
+std::size_t Model::output_count() const { return graph_ ? graph_->outputs().size() : 1; }
+
+std::vector<Tensor> Model::arrange_inputs(const Tensors& x, const char* method) const {
+  const std::size_t expected = graph_ ? graph_->inputs().size() : 1;
+  if (!x.names().empty()) {
+    check(graph_ != nullptr, "{}.{}: x by name needs a Functional model (inputs named by their Input layers)",
+          name(), method);
+    std::vector<std::string> names;
+    for (const auto& input : graph_->inputs()) names.push_back(graph::origin(input).node->name);
+    return by_names(x, names, name(), method, "x");
+  }
+  check(x.tensors().size() == expected, "{}.{}: the model has {} input{}, got {} tensors for x", name(), method,
+        expected, expected == 1 ? "" : "s", x.tensors().size());
+  return x.tensors();
+}
+
+std::vector<Tensor> Model::arrange_targets(const Tensors& y, const char* method) const {
+  const std::size_t expected = output_count();
+  if (!y.names().empty()) {
+    check(graph_ != nullptr, "{}.{}: y by name needs a Functional model (outputs named by output_names())", name(),
+          method);
+    return by_names(y, output_names_, name(), method, "y");
+  }
+  check(y.tensors().size() == expected, "{}.{}: the model has {} output{}, got {} tensors for y", name(), method,
+        expected, expected == 1 ? "" : "s", y.tensors().size());
+  return y.tensors();
+}
+
+std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs, bool training) {
+  if (graph_) return (*this)(inputs, training);
+  return {(*this)(inputs.front(), training)};
+}
+
 // ---- compile -------------------------------------------------------------------------------------------------
 
 Model::Model(std::string_view default_name, std::optional<std::string> name) : Layer(default_name, std::move(name)) {}
 
+namespace {
+
+void check_loss_spec(const LossSpec& spec, const std::string& model, const std::string& which) {
+  if (const auto* given = std::get_if<std::string>(&spec)) {
+    check(!given->empty(), "{}.compile: no loss given{}; pass a Keras loss name or a function", model, which);
+    // Unknown names fail here rather than at the first batch; "crossentropy" is resolved once shapes are known.
+    if (lowercase(*given) != "crossentropy" && lowercase(*given) != "ce") loss_by_name(*given, {}, {});
+  } else {
+    check(static_cast<bool>(std::get<LossFunction>(spec)), "{}.compile: the loss function{} is empty", model, which);
+  }
+}
+
+// One entry per output from a single value, a list in output order, or values by output name. `all_named`:
+// every output must be named (Keras's loss dicts); otherwise a missing name takes `fallback`.
+template <class T>
+std::vector<T> per_output(const std::optional<T>& single, const std::vector<T>& list,
+                          const std::map<std::string, T>& named, const std::vector<std::string>& outputs,
+                          const std::string& model, const char* what, bool all_named, const T& fallback) {
+  const std::size_t n = outputs.size();
+  if (single) return std::vector<T>(n, *single);
+  if (!list.empty()) {
+    check(list.size() == n, "{}.compile: {} has {} entries for {} output{} [{}]", model, what, list.size(), n,
+          n == 1 ? "" : "s", fmt::join(outputs, ", "));
+    return list;
+  }
+  if (named.empty()) return std::vector<T>(n, fallback);
+  std::vector<T> out;
+  std::vector<std::string> missing;
+  for (const auto& o : outputs) {
+    const auto it = named.find(o);
+    if (it != named.end()) {
+      out.push_back(it->second);
+    } else {
+      missing.push_back(o);
+      out.push_back(fallback);
+    }
+  }
+  for (const auto& entry : named)
+    check(std::find(outputs.begin(), outputs.end(), entry.first) != outputs.end(),
+          "{}.compile: {} names '{}', which is not an output; the outputs are [{}]", model, what, entry.first,
+          fmt::join(outputs, ", "));
+  check(!all_named || missing.empty(), "{}.compile: {} by name needs every output; missing [{}] of [{}]", model, what,
+        fmt::join(missing, ", "), fmt::join(outputs, ", "));
+  return out;
+}
+
+}  // namespace
+
 void Model::compile(CompileOptions options) {
   check(options.optimizer.get() != nullptr, "{}.compile: the optimizer is null", name());
-  if (const auto* given = std::get_if<std::string>(&options.loss))
-    check(!given->empty(), "{}.compile: no loss given; pass a Keras loss name or a function", name());
-  if (const auto* fn = std::get_if<LossFunction>(&options.loss))
-    check(static_cast<bool>(*fn), "{}.compile: the loss function is empty", name());
-  // Unknown names fail here rather than at the first batch; "crossentropy" is resolved once shapes are known.
-  if (const auto* given = std::get_if<std::string>(&options.loss))
-    if (lowercase(*given) != "crossentropy" && lowercase(*given) != "ce") loss_by_name(*given, {}, {});
+  const std::vector<std::string> outputs = graph_ ? output_names_ : std::vector<std::string>{name()};
+  const LossArg& loss = options.loss;
+  check(loss.single() || !loss.per_output().empty() || !loss.by_name().empty(),
+        "{}.compile: no loss given; pass a Keras loss name or a function", name());
+  const auto specs = per_output(loss.single(), loss.per_output(), loss.by_name(), outputs, name(), "loss", true,
+                                LossSpec(std::string()));
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    check_loss_spec(specs[i], name(),
+                    outputs.size() == 1 ? std::string() : fmt::format(" for output '{}'", outputs[i]));
+  const auto weights = per_output(std::optional<double>(), options.loss_weights.per_output(),
+                                  options.loss_weights.by_name(), outputs, name(), "loss_weights", false, 1.0);
+  for (double w : weights)
+    check(std::isfinite(w), "{}.compile: loss_weights must be finite, got {}", name(), fmt::join(weights, ", "));
+  const MetricsArg& metrics = options.metrics;
+  check(outputs.size() == 1 || metrics.single().empty(),
+        "{}.compile: the model has {} outputs [{}]: give metrics as a list per output (MetricsPerOutput) or by "
+        "output name (MetricsByOutput), as Keras", name(), outputs.size(), fmt::join(outputs, ", "));
+  per_output(std::optional<std::vector<MetricArg>>(), metrics.per_output(), metrics.by_name(), outputs, name(),
+             "metrics", false, std::vector<MetricArg>());
   optimizer_ = options.optimizer.get();
-  loss_spec_ = std::move(options.loss);
-  metric_specs_ = std::move(options.metrics);
-  loss_ = nullptr;
+  compile_options_ = std::move(options);
+  loss_weights_ = weights;
+  losses_.clear();
   metrics_.clear();
+  metric_outputs_.clear();
+  metric_keys_.clear();
   compiled_ = true;
 }
 
@@ -185,40 +325,79 @@ void Model::check_compiled(const char* method) const {
 }
 
 // Strings become functions and metric objects once the first batch shows the shapes they depend on.
-void Model::resolve_compiled(const Tensor& y_true, const Tensor& y_pred) {
-  if (loss_ && metrics_.size() == metric_specs_.size()) return;
-  if (const auto* fn = std::get_if<LossFunction>(&loss_spec_))
-    loss_ = *fn;
-  else
-    loss_ = loss_by_name(std::get<std::string>(loss_spec_), y_true.shape(), y_pred.shape());
-  metrics_.clear();
-  for (const auto& spec : metric_specs_)
-    metrics_.push_back(spec.get() ? spec.get() : metrics::get(spec.name(), y_true.shape(), y_pred.shape()));
-}
-
-Tensor Model::batch_loss(const Tensor& y_true, const Tensor& y_pred) {
-  return ops::mean(loss_(y_true, y_pred), {}, false);
+void Model::resolve_compiled(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred) {
+  if (!losses_.empty()) return;
+  const std::vector<std::string> outputs = graph_ ? output_names_ : std::vector<std::string>{name()};
+  check(y_pred.size() == outputs.size(), "{}: the model returned {} outputs, expected {}", name(), y_pred.size(),
+        outputs.size());
+  const LossArg& loss = compile_options_.loss;
+  const auto specs = per_output(loss.single(), loss.per_output(), loss.by_name(), outputs, name(), "loss", true,
+                                LossSpec(std::string()));
+  const MetricsArg& metric_args = compile_options_.metrics;
+  const auto metric_lists =
+      outputs.size() == 1 && !metric_args.single().empty()
+          ? std::vector<std::vector<MetricArg>>{metric_args.single()}
+          : per_output(std::optional<std::vector<MetricArg>>(), metric_args.per_output(), metric_args.by_name(),
+                       outputs, name(), "metrics", false, std::vector<MetricArg>());
+  std::vector<LossFunction> losses;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    if (const auto* fn = std::get_if<LossFunction>(&specs[i]))
+      losses.push_back(*fn);
+    else
+      losses.push_back(loss_by_name(std::get<std::string>(specs[i]), y_true[i].shape(), y_pred[i].shape()));
+    for (const auto& spec : metric_lists[i]) {
+      auto metric = spec.get() ? spec.get() : metrics::get(spec.name(), y_true[i].shape(), y_pred[i].shape());
+      metric_keys_.push_back(outputs.size() == 1 ? metric->name() : outputs[i] + "_" + metric->name());
+      metric_outputs_.push_back(i);
+      metrics_.push_back(std::move(metric));
+    }
+  }
+  losses_ = std::move(losses);
 }
 
 // ---- steps ---------------------------------------------------------------------------------------------------
 
-double Model::train_step(const Tensor& x, const Tensor& y) {
-  Tensor loss, prediction;
-  std::vector<Tensor> gradients;
+// A step's losses: the total (weighted sum) on the tape, its value, and each output's unweighted mean.
+struct Model::StepLosses {
+  Tensor total;
+  double value = 0.0;
+  std::vector<double> outputs;
+};
+
+Model::StepLosses Model::compute_losses(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred) {
+  StepLosses out;
+  for (std::size_t i = 0; i < losses_.size(); ++i) {
+    const Tensor loss = ops::mean(losses_[i](y_true[i], y_pred[i]), {}, false);
+    out.outputs.push_back(loss.item<double>());
+    const Tensor weighted = loss_weights_[i] == 1.0 ? loss : loss * loss_weights_[i];
+    out.total = out.total.defined() ? out.total + weighted : weighted;
+  }
+  out.value = out.total.item<double>();
+  return out;
+}
+
+void Model::update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred) {
+  NoGradGuard no_grad;
+  for (std::size_t m = 0; m < metrics_.size(); ++m)
+    metrics_[m]->update_state(y_true[metric_outputs_[m]], y_pred[metric_outputs_[m]]);
+}
+
+Model::StepLosses Model::train_step(const Batch& batch) {
+  StepLosses losses;
+  std::vector<Tensor> predictions, gradients;
   std::vector<Variable> variables;
   {
     GradientTape tape;
-    prediction = (*this)(x, /*training=*/true);
-    resolve_compiled(y, prediction);
-    loss = batch_loss(y, prediction);
+    predictions = forward(batch.x, /*training=*/true);
+    resolve_compiled(batch.y, predictions);
+    losses = compute_losses(batch.y, predictions);
     variables = trainable_weights();
     check(!variables.empty(), "{}.fit: the model has no trainable weights", name());
-    gradients = tape.gradient(loss, variables);
+    gradients = tape.gradient(losses.total, variables);
   }
   optimizer_->apply_gradients(gradients, variables);
-  NoGradGuard no_grad;
-  for (const auto& m : metrics_) m->update_state(y, prediction);
-  return loss.item<double>();
+  update_metrics(batch.y, predictions);
+  return losses;
 }
 
 // A rank whose part of the global batch is empty still joins the step's allreduce, with zero gradients that
@@ -236,37 +415,82 @@ void Model::check_finite_loss(double loss) const {
 
 // Builds the model and resolves the compiled loss and metrics from one sample, so that a rank whose parts are
 // all empty still holds the weights and the metric keys that its collective calls exchange.
-void Model::prepare_replica(const Tensor& x, const Tensor& y) {
+void Model::prepare_replica(const Batch& data) {
   NoGradGuard no_grad;
-  const Tensor prediction = (*this)(ops::slice(x, 0, 0, 1), /*training=*/false);
-  resolve_compiled(ops::slice(y, 0, 0, 1), prediction);
+  const Batch first = data.rows(nullptr, 0, 1);
+  resolve_compiled(first.y, forward(first.x, /*training=*/false));
 }
 
 bool Model::data_parallel() const {
   return optimizer_ && optimizer_->distributed() && distributed::world_size() > 1;
 }
 
-double Model::test_step(const Tensor& x, const Tensor& y) {
+Model::StepLosses Model::test_step(const Batch& batch) {
   NoGradGuard no_grad;
-  const Tensor prediction = (*this)(x, /*training=*/false);
-  resolve_compiled(y, prediction);
-  const Tensor loss = batch_loss(y, prediction);
-  for (const auto& m : metrics_) m->update_state(y, prediction);
-  return loss.item<double>();
+  const std::vector<Tensor> predictions = forward(batch.x, /*training=*/false);
+  resolve_compiled(batch.y, predictions);
+  StepLosses losses = compute_losses(batch.y, predictions);
+  update_metrics(batch.y, predictions);
+  return losses;
 }
 
-Logs Model::metric_logs(double loss) const {
-  Logs logs{{"loss", loss}};
-  for (const auto& m : metrics_) logs[m->name()] = m->result();
+// The running means of a fit epoch or an evaluation over its samples, as Keras's loss trackers: the total
+// loss and, for several outputs, each output's loss.
+class Model::LossTrackers {
+ public:
+  explicit LossTrackers(std::size_t outputs) : outputs_(outputs > 1 ? outputs : 0, metrics::Mean("loss")) {}
+  void update(const StepLosses& losses, double samples) {
+    total_.update_state(losses.value, samples);
+    for (std::size_t i = 0; i < outputs_.size(); ++i) outputs_[i].update_state(losses.outputs[i], samples);
+  }
+  // (total, count) of every tracker, the total's first.
+  std::vector<double> state() const {
+    std::vector<double> out{total_.total(), total_.count()};
+    for (const auto& t : outputs_) {
+      out.push_back(t.total());
+      out.push_back(t.count());
+    }
+    return out;
+  }
+  std::size_t size() const { return 1 + outputs_.size(); }
+
+ private:
+  metrics::Mean total_;
+  std::vector<metrics::Mean> outputs_;
+};
+
+// "loss", each output's "<name>_loss" (several outputs) and the metrics. `global`: over every rank, the
+// trackers' and metrics' running (total, count) summed over the ranks in one reduction.
+Logs Model::logs_of(const LossTrackers& trackers, bool global) const {
+  std::vector<double> state = trackers.state();
+  for (const auto& m : metrics_) {
+    state.push_back(m->total());
+    state.push_back(m->count());
+  }
+  if (global) state = distributed::allreduce_sum(std::move(state));
+  const auto mean = [&state](std::size_t i) { return state[2 * i + 1] > 0.0 ? state[2 * i] / state[2 * i + 1] : 0.0; };
+  Logs logs{{"loss", mean(0)}};
+  for (std::size_t i = 1; i < trackers.size(); ++i) logs[output_names_[i - 1] + "_loss"] = mean(i);
+  // Metrics report result(), which for most is total / count; global values need the summed state.
+  for (std::size_t m = 0; m < metrics_.size(); ++m)
+    logs[metric_keys_[m]] = global ? mean(trackers.size() + m) : metrics_[m]->result();
   return logs;
 }
 
 // ---- fit / evaluate / predict --------------------------------------------------------------------------------
 
 History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
+  return fit(Tensors(x), Tensors(y), std::move(options));
+}
+
+History Model::fit(const Tensors& x, const Tensors& y, FitOptions options) {
   check_compiled("fit");
-  check_samples("fit", x, y);
-  check(y.defined(), "{}.fit: y is undefined", name());
+  Batch data{arrange_inputs(x, "fit"), arrange_targets(y, "fit")};
+  check_samples("fit", data.x, data.y);
+  return fit_arranged(std::move(data), std::move(options));
+}
+
+History Model::fit_arranged(Batch data, FitOptions options) {
   check(options.batch_size > 0, "{}.fit: batch_size must be positive, got {}", name(), options.batch_size);
   check(options.epochs >= 0 && options.initial_epoch >= 0 && options.initial_epoch <= options.epochs,
         "{}.fit: need 0 <= initial_epoch <= epochs, got initial_epoch {} and epochs {}", name(),
@@ -277,24 +501,25 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
         "{}.fit: validation_split must be in [0, 1), got {}", name(), options.validation_split);
 
   // validation_split holds out the last samples, before any shuffling (Keras's train_validation_split).
-  Tensor x_train = x, y_train = y;
-  std::optional<std::pair<Tensor, Tensor>> validation = options.validation_data;
-  if (validation) {
-    check_samples("fit (validation_data)", validation->first, validation->second);
+  Batch train = data;
+  std::optional<Batch> validation;
+  if (options.validation_data) {
+    validation = Batch{arrange_inputs(options.validation_data->first, "fit (validation_data)"),
+                       arrange_targets(options.validation_data->second, "fit (validation_data)")};
+    check_samples("fit (validation_data)", validation->x, validation->y);
   } else if (options.validation_split > 0.0) {
-    const std::int64_t n = x.shape()[0];
+    const std::int64_t n = data.samples();
     const auto split_at = std::int64_t(std::floor(double(n) * (1.0 - options.validation_split)));
     check(split_at > 0 && split_at < n,
           "{}.fit: validation_split {} of {} samples leaves {} for training and {} for validation; both must be "
           "non-empty",
           name(), options.validation_split, n, split_at, n - split_at);
-    validation = std::pair{ops::slice(x, 0, split_at, n), ops::slice(y, 0, split_at, n)};
-    x_train = ops::slice(x, 0, 0, split_at);
-    y_train = ops::slice(y, 0, 0, split_at);
+    validation = data.rows(nullptr, split_at, n);
+    train = data.rows(nullptr, 0, split_at);
   }
 
-  const std::int64_t n = x_train.shape()[0];
-  check(n > 0, "{}.fit: no training samples (x has shape {})", name(), x_train.shape());
+  const std::int64_t n = train.samples();
+  check(n > 0, "{}.fit: no training samples (x has shape {})", name(), train.x.front().shape());
   const std::int64_t steps = steps_for(n, options.batch_size);
   // Data-parallel, batch_size is the global batch: every rank shuffles with rank 0's seed, starts from rank 0's
   // weights and trains on its part of each batch; the parts' gradients are averaged by their sizes, so each
@@ -304,7 +529,7 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
   std::uint64_t seed = options.seed ? *options.seed : random::thread_generator().next();
   if (sharded) {
     seed = distributed::broadcast(seed);
-    prepare_replica(x_train, y_train);
+    prepare_replica(train);
     distributed::broadcast_variables(weights());
   }
   random::Generator generator(seed);
@@ -322,27 +547,27 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
     callbacks(&Callback::on_epoch_begin, epoch, Logs{});
     const std::vector<std::int64_t> order = options.shuffle ? permutation(n, generator) : std::vector<std::int64_t>{};
     const std::vector<std::int64_t>* shuffled = options.shuffle ? &order : nullptr;
-    metrics::Mean loss_tracker("loss");  // the running mean over the epoch's samples, as Keras's loss tracker
+    LossTrackers trackers(output_count());
     for (std::int64_t step = 0; step < steps; ++step) {
       const std::int64_t begin = step * options.batch_size, end = std::min(n, begin + options.batch_size);
       callbacks(&Callback::on_train_batch_begin, int(step), Logs{});
       const RowRange rows = sharded ? part_of(begin, end, rank, ranks) : RowRange{begin, end};
       if (sharded) optimizer_->gradient_aggregator()->set_next_weight(double(rows.size()));
-      double loss = 0.0;
+      StepLosses losses;
+      losses.outputs.assign(output_count(), 0.0);
       if (rows.size() > 0)
-        loss = train_step(batch_rows(x_train, shuffled, rows.begin, rows.end),
-                          batch_rows(y_train, shuffled, rows.begin, rows.end));
+        losses = train_step(train.rows(shuffled, rows.begin, rows.end));
       else
         idle_train_step();
-      loss_tracker.update_state(loss, double(rows.size()));
-      epoch_logs = sharded ? global_logs(loss_tracker, metrics_) : metric_logs(loss_tracker.result());
+      trackers.update(losses, double(rows.size()));
+      epoch_logs = logs_of(trackers, sharded);
       // Checked on the global value when sharded, so that every rank stops at the same step.
-      check_finite_loss(sharded ? epoch_logs.at("loss") : loss);
+      check_finite_loss(sharded ? epoch_logs.at("loss") : losses.value);
       callbacks(&Callback::on_train_batch_end, int(step), epoch_logs);
     }
     if (validation) {
-      const Logs val = evaluate(validation->first, validation->second,
-                                {.batch_size = options.batch_size, .verbose = 0, .out = options.out});
+      const Logs val = evaluate_arranged(*validation, {.batch_size = options.batch_size, .verbose = 0,
+                                                       .out = options.out});
       for (const auto& [key, value] : val) epoch_logs["val_" + key] = value;
     }
     callbacks(&Callback::on_epoch_end, epoch, epoch_logs);
@@ -354,31 +579,36 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
 }
 
 Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) {
+  return evaluate(Tensors(x), Tensors(y), std::move(options));
+}
+
+Logs Model::evaluate(const Tensors& x, const Tensors& y, EvaluateOptions options) {
   check_compiled("evaluate");
-  check_samples("evaluate", x, y);
-  check(y.defined(), "{}.evaluate: y is undefined", name());
-  const std::int64_t n = x.shape()[0];
-  const std::int64_t steps = checked_steps(name(), "evaluate", x, options.batch_size);
+  Batch data{arrange_inputs(x, "evaluate"), arrange_targets(y, "evaluate")};
+  check_samples("evaluate", data.x, data.y);
+  return evaluate_arranged(data, std::move(options));
+}
+
+Logs Model::evaluate_arranged(const Batch& data, EvaluateOptions options) {
+  const std::int64_t n = data.samples();
+  const std::int64_t steps = checked_steps(name(), "evaluate", data.x.front(), options.batch_size);
   // Data-parallel, each rank evaluates its part of every batch and the logs are global, as in fit.
   const bool sharded = data_parallel();
   const int rank = distributed::rank(), ranks = distributed::world_size();
-  if (sharded) prepare_replica(x, y);
+  if (sharded) prepare_replica(data);
 
   const int progress_verbose = sharded && rank != 0 ? 0 : options.verbose;
   CallbackList callbacks(options.callbacks, *this, progress_verbose, options.out, 1, steps);
   for (const auto& m : metrics_) m->reset_state();
   callbacks(&Callback::on_test_begin, Logs{});
-  metrics::Mean loss_tracker("loss");
+  LossTrackers trackers(output_count());
   Logs logs;
   for (std::int64_t step = 0; step < steps; ++step) {
     const std::int64_t begin = step * options.batch_size, end = std::min(n, begin + options.batch_size);
     callbacks(&Callback::on_test_batch_begin, int(step), Logs{});
     const RowRange rows = sharded ? part_of(begin, end, rank, ranks) : RowRange{begin, end};
-    if (rows.size() > 0) {
-      const double loss = test_step(ops::slice(x, 0, rows.begin, rows.end), ops::slice(y, 0, rows.begin, rows.end));
-      loss_tracker.update_state(loss, double(rows.size()));
-    }
-    logs = sharded ? global_logs(loss_tracker, metrics_) : metric_logs(loss_tracker.result());
+    if (rows.size() > 0) trackers.update(test_step(data.rows(nullptr, rows.begin, rows.end)), double(rows.size()));
+    logs = logs_of(trackers, sharded);
     callbacks(&Callback::on_test_batch_end, int(step), logs);
   }
   callbacks(&Callback::on_test_end, logs);
@@ -386,43 +616,76 @@ Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) 
 }
 
 Tensor Model::predict(const Tensor& x, PredictOptions options) {
-  check_samples("predict", x, Tensor());
-  const std::int64_t n = x.shape()[0];
-  const std::int64_t steps = checked_steps(name(), "predict", x, options.batch_size);
+  check(output_count() == 1, "{}.predict: the model has {} outputs; pass x as Tensors to get one tensor per output",
+        name(), output_count());
+  return predict(Tensors(x), std::move(options)).front();
+}
+
+std::vector<Tensor> Model::predict(const Tensors& x, PredictOptions options) {
+  const std::vector<Tensor> inputs = arrange_inputs(x, "predict");
+  check_samples("predict", inputs, {});
+  return predict_arranged(inputs, std::move(options));
+}
+
+std::vector<Tensor> Model::predict_arranged(const std::vector<Tensor>& x, PredictOptions options) {
+  const Batch data{x, {}};
+  const std::int64_t n = data.samples();
+  const std::int64_t steps = checked_steps(name(), "predict", x.front(), options.batch_size);
 
   CallbackList callbacks(options.callbacks, *this, options.verbose, options.out, 1, steps);
   callbacks(&Callback::on_predict_begin, Logs{});
-  std::vector<Tensor> outputs;
+  std::vector<std::vector<Tensor>> batches(output_count());
   for (std::int64_t step = 0; step < steps; ++step) {
     const std::int64_t begin = step * options.batch_size, end = std::min(n, begin + options.batch_size);
     callbacks(&Callback::on_predict_batch_begin, int(step), Logs{});
-    outputs.push_back(predict_on_batch(ops::slice(x, 0, begin, end)));
+    NoGradGuard no_grad;
+    const std::vector<Tensor> outputs = forward(data.rows(nullptr, begin, end).x, /*training=*/false);
+    for (std::size_t i = 0; i < outputs.size(); ++i) batches[i].push_back(outputs[i]);
     callbacks(&Callback::on_predict_batch_end, int(step), Logs{});
   }
   callbacks(&Callback::on_predict_end, Logs{});
-  return outputs.size() == 1 ? outputs.front() : ops::concat(outputs, 0);
+  std::vector<Tensor> out;
+  for (auto& b : batches) out.push_back(b.size() == 1 ? b.front() : ops::concat(b, 0));
+  return out;
 }
 
-Logs Model::train_on_batch(const Tensor& x, const Tensor& y) {
+Logs Model::train_on_batch(const Tensor& x, const Tensor& y) { return train_on_batch(Tensors(x), Tensors(y)); }
+
+Logs Model::train_on_batch(const Tensors& x, const Tensors& y) {
   check_compiled("train_on_batch");
-  check_samples("train_on_batch", x, y);
+  const Batch batch{arrange_inputs(x, "train_on_batch"), arrange_targets(y, "train_on_batch")};
+  check_samples("train_on_batch", batch.x, batch.y);
   for (const auto& m : metrics_) m->reset_state();
-  const double loss = train_step(x, y);
-  check_finite_loss(loss);
-  return metric_logs(loss);
+  const StepLosses losses = train_step(batch);
+  check_finite_loss(losses.value);
+  LossTrackers trackers(output_count());
+  trackers.update(losses, 1.0);
+  return logs_of(trackers, false);
 }
 
-Logs Model::test_on_batch(const Tensor& x, const Tensor& y) {
+Logs Model::test_on_batch(const Tensor& x, const Tensor& y) { return test_on_batch(Tensors(x), Tensors(y)); }
+
+Logs Model::test_on_batch(const Tensors& x, const Tensors& y) {
   check_compiled("test_on_batch");
-  check_samples("test_on_batch", x, y);
+  const Batch batch{arrange_inputs(x, "test_on_batch"), arrange_targets(y, "test_on_batch")};
+  check_samples("test_on_batch", batch.x, batch.y);
   for (const auto& m : metrics_) m->reset_state();
-  const double loss = test_step(x, y);
-  return metric_logs(loss);
+  LossTrackers trackers(output_count());
+  trackers.update(test_step(batch), 1.0);
+  return logs_of(trackers, false);
 }
 
 Tensor Model::predict_on_batch(const Tensor& x) {
+  check(output_count() == 1, "{}.predict_on_batch: the model has {} outputs; pass x as Tensors", name(),
+        output_count());
+  return predict_on_batch(Tensors(x)).front();
+}
+
+std::vector<Tensor> Model::predict_on_batch(const Tensors& x) {
+  const std::vector<Tensor> inputs = arrange_inputs(x, "predict_on_batch");
+  check_samples("predict_on_batch", inputs, {});
   NoGradGuard no_grad;
-  return (*this)(x, /*training=*/false);
+  return forward(inputs, /*training=*/false);
 }
 
 // ---- summary -------------------------------------------------------------------------------------------------

@@ -45,16 +45,18 @@ namespace detail {
 class FunctionalGraph;  // models/detail/functional_graph.hpp
 }  // namespace detail
 
-/// A Functional model's inputs or outputs: one symbolic tensor, a list of them, or (outputs) tensors by name,
-/// as Keras takes a dict.
-class GraphTensors {
+/// Tensors for a model with one or several inputs or outputs: one tensor, a list of them, or tensors by name
+/// (as Keras takes a dict): a Functional model's inputs and outputs, and the x and y of fit, evaluate and
+/// predict (by name: x by the Input layers' names, y by output_names()).
+class Tensors {
  public:
-  GraphTensors(const Tensor& tensor) : tensors_{tensor} {}                         // NOLINT: implicit
-  GraphTensors(std::vector<Tensor> tensors) : tensors_(std::move(tensors)) {}      // NOLINT
-  GraphTensors(std::initializer_list<Tensor> tensors) : tensors_(tensors) {}       // NOLINT
-  GraphTensors(const std::map<std::string, Tensor>& named);                        // NOLINT
+  Tensors(const Tensor& tensor) : tensors_{tensor} {}                         // NOLINT: implicit
+  Tensors(std::vector<Tensor> tensors) : tensors_(std::move(tensors)) {}      // NOLINT
+  Tensors(std::initializer_list<Tensor> tensors) : tensors_(tensors) {}       // NOLINT
+  Tensors(const std::map<std::string, Tensor>& named);                        // NOLINT
   const std::vector<Tensor>& tensors() const { return tensors_; }
-  /// The names of named outputs, in the map's (sorted) order, as Keras flattens a dict; empty otherwise.
+  /// The names of tensors given by name, in the map's (sorted) order, as Keras flattens a dict; empty
+  /// otherwise.
   const std::vector<std::string>& names() const { return names_; }
 
  private:
@@ -70,6 +72,51 @@ struct ModelOptions {
 /// A loss for compile: per-sample values from (y_true, y_pred), as the functions of loom::losses; the model
 /// takes their batch mean.
 using LossFunction = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
+/// One output's loss: a Keras string or a per-sample function.
+using LossSpec = std::variant<std::string, LossFunction>;
+
+/// compile's loss: one loss (for every output, as Keras applies a single loss), a list with one per output,
+/// or one per output name (every output named).
+class LossArg {
+ public:
+  LossArg() = default;
+  LossArg(const char* name) : single_(std::string(name)) {}                                 // NOLINT: implicit
+  LossArg(std::string name) : single_(std::move(name)) {}                                   // NOLINT
+  LossArg(LossFunction function) : single_(std::move(function)) {}                          // NOLINT
+  template <class F, std::enable_if_t<std::is_invocable_r_v<Tensor, F, const Tensor&, const Tensor&> &&
+                                          !std::is_convertible_v<F, std::string>,
+                                      int> = 0>
+  LossArg(F function) : single_(LossFunction(std::move(function))) {}                       // NOLINT
+  LossArg(std::initializer_list<LossSpec> per_output) : per_output_(per_output) {}          // NOLINT
+  LossArg(std::vector<LossSpec> per_output) : per_output_(std::move(per_output)) {}         // NOLINT
+  LossArg(std::map<std::string, LossSpec> by_name) : by_name_(std::move(by_name)) {}        // NOLINT
+
+  const std::optional<LossSpec>& single() const { return single_; }
+  const std::vector<LossSpec>& per_output() const { return per_output_; }
+  const std::map<std::string, LossSpec>& by_name() const { return by_name_; }
+
+ private:
+  std::optional<LossSpec> single_;
+  std::vector<LossSpec> per_output_;
+  std::map<std::string, LossSpec> by_name_;
+};
+
+/// compile's loss_weights: the total loss is the sum of each output's loss times its weight (1 when none
+/// given), by position or by output name.
+class LossWeights {
+ public:
+  LossWeights() = default;
+  LossWeights(std::initializer_list<double> per_output) : per_output_(per_output) {}           // NOLINT: implicit
+  LossWeights(std::vector<double> per_output) : per_output_(std::move(per_output)) {}          // NOLINT
+  LossWeights(std::map<std::string, double> by_name) : by_name_(std::move(by_name)) {}         // NOLINT
+  const std::vector<double>& per_output() const { return per_output_; }
+  const std::map<std::string, double>& by_name() const { return by_name_; }
+  bool empty() const { return per_output_.empty() && by_name_.empty(); }
+
+ private:
+  std::vector<double> per_output_;
+  std::map<std::string, double> by_name_;
+};
 
 /// compile's optimizer: a Keras string ("adam", "sgd", "adamw", "rmsprop"), an optimizer object (copied)
 /// or a shared_ptr the caller keeps.
@@ -80,7 +127,7 @@ class OptimizerArg : public SharedArg<optim::Optimizer> {
   OptimizerArg(const std::string& name);  // NOLINT
 };
 
-/// compile's metrics: a Keras string ("accuracy", "mae", ...) resolved at the first batch, or a metric object.
+/// compile's metric: a Keras string ("accuracy", "mae", ...) resolved at the first batch, or a metric object.
 class MetricArg : public SharedArg<metrics::Metric> {
  public:
   using SharedArg::SharedArg;
@@ -93,13 +140,35 @@ class MetricArg : public SharedArg<metrics::Metric> {
   std::string name_;
 };
 
+/// compile's metrics: a list (a model with one output), a list per output, or lists by output name, as Keras
+/// takes them for several outputs.
+class MetricsArg {
+ public:
+  MetricsArg() = default;
+  MetricsArg(std::initializer_list<MetricArg> metrics) : single_(metrics) {}                      // NOLINT: implicit
+  MetricsArg(std::vector<MetricArg> metrics) : single_(std::move(metrics)) {}                     // NOLINT
+  MetricsArg(std::vector<std::vector<MetricArg>> per_output) : per_output_(std::move(per_output)) {}  // NOLINT
+  MetricsArg(std::map<std::string, std::vector<MetricArg>> by_name) : by_name_(std::move(by_name)) {}  // NOLINT
+  const std::vector<MetricArg>& single() const { return single_; }
+  const std::vector<std::vector<MetricArg>>& per_output() const { return per_output_; }
+  const std::map<std::string, std::vector<MetricArg>>& by_name() const { return by_name_; }
+
+ private:
+  std::vector<MetricArg> single_;
+  std::vector<std::vector<MetricArg>> per_output_;
+  std::map<std::string, std::vector<MetricArg>> by_name_;
+};
+using MetricsPerOutput = std::vector<std::vector<MetricArg>>;
+using MetricsByOutput = std::map<std::string, std::vector<MetricArg>>;
+
 // Options, fields in the order of Keras's arguments; loom-only fields after them.
 struct CompileOptions {
   OptimizerArg optimizer = "rmsprop";
-  /// A Keras string ("mse", "mae", "binary_crossentropy", "categorical_crossentropy",
-  /// "sparse_categorical_crossentropy", "crossentropy" to choose by shapes, ...) or a per-sample function.
-  std::variant<std::string, LossFunction> loss = std::string();
-  std::vector<MetricArg> metrics = {};
+  /// Keras strings ("mse", "mae", "binary_crossentropy", "categorical_crossentropy",
+  /// "sparse_categorical_crossentropy", "crossentropy" to choose by shapes, ...) or per-sample functions.
+  LossArg loss = {};
+  LossWeights loss_weights = {};
+  MetricsArg metrics = {};
 };
 
 struct FitOptions {
@@ -112,7 +181,7 @@ struct FitOptions {
   /// The fraction of samples, taken from the end before shuffling, held out for validation.
   double validation_split = 0.0;
   /// (x, y) to validate on; takes precedence over validation_split.
-  std::optional<std::pair<Tensor, Tensor>> validation_data = std::nullopt;
+  std::optional<std::pair<Tensors, Tensors>> validation_data = std::nullopt;
   /// A new permutation of the training samples each epoch.
   bool shuffle = true;
   int initial_epoch = 0;
@@ -166,7 +235,7 @@ class Model : public Layer {
   /// The Functional API (keras.Model(inputs, outputs)): the graph from `inputs` to `outputs`, built by
   /// calling layers and ops on symbolic tensors. Its layers (Inputs included, as Keras) are layers(), in
   /// Keras's order; each is called anew on every call of the model.
-  Model(const GraphTensors& inputs, const GraphTensors& outputs, ModelOptions options = {});
+  Model(const Tensors& inputs, const Tensors& outputs, ModelOptions options = {});
 
   /// One tensor per input, in order; one per output. Also on symbolic tensors (a model is a layer of another).
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs, bool training = false) &;
@@ -190,15 +259,25 @@ class Model : public Layer {
   bool compiled() const { return compiled_; }
 
   History fit(const Tensor& x, const Tensor& y, FitOptions options = {});
+  /// fit for a model with several inputs or outputs: x one tensor per input (a list in inputs() order, or by
+  /// Input name), y one per output (a list, or by output_names()). The logs hold "loss" (the weighted sum),
+  /// and for several outputs each output's "<name>_loss" and "<name>_<metric>".
+  History fit(const Tensors& x, const Tensors& y, FitOptions options = {});
   /// The loss and metrics over (x, y), in inference mode: keys "loss" and each metric's name.
   Logs evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options = {});
+  Logs evaluate(const Tensors& x, const Tensors& y, EvaluateOptions options = {});
   /// Outputs for x in batches, in inference mode, without recording on any tape.
   Tensor predict(const Tensor& x, PredictOptions options = {});
+  /// One tensor per output, for a model with several inputs or outputs.
+  std::vector<Tensor> predict(const Tensors& x, PredictOptions options = {});
 
   /// One optimizer step on this batch; the loss and metrics of the batch (metrics reset first).
   Logs train_on_batch(const Tensor& x, const Tensor& y);
+  Logs train_on_batch(const Tensors& x, const Tensors& y);
   Logs test_on_batch(const Tensor& x, const Tensor& y);
+  Logs test_on_batch(const Tensors& x, const Tensors& y);
   Tensor predict_on_batch(const Tensor& x);
+  std::vector<Tensor> predict_on_batch(const Tensors& x);
 
   /// Keras's summary table: each direct child layer with its output shape and parameter count, then the
   /// totals and their sizes.
@@ -224,8 +303,10 @@ class Model : public Layer {
   /// evaluate then split each global batch across the ranks and log global values; rank 0 alone prints
   /// progress and writes weights files (docs/distributed.md).
   bool data_parallel() const;
-  /// The compiled metrics, once resolved (after the first batch), in compile order.
+  /// The compiled metrics, once resolved (after the first batch), in compile order (output by output).
   const std::vector<std::shared_ptr<metrics::Metric>>& metrics() const { return metrics_; }
+  /// What compile was given (a copy; the optimizer is the model's own).
+  const CompileOptions& compile_options() const { return compile_options_; }
 
  protected:
   explicit Model(std::string_view default_name = "model", std::optional<std::string> name = {});
@@ -237,25 +318,39 @@ class Model : public Layer {
   Tensor call(const Tensor& x, bool training) override;
 
  private:
-  Tensor batch_loss(const Tensor& y_true, const Tensor& y_pred);
-  void resolve_compiled(const Tensor& y_true, const Tensor& y_pred);
-  double train_step(const Tensor& x, const Tensor& y);
+  struct Batch;
+  struct StepLosses;
+  class LossTrackers;
+  std::vector<Tensor> forward(const std::vector<Tensor>& inputs, bool training);
+  std::vector<Tensor> arrange_inputs(const Tensors& x, const char* method) const;
+  std::vector<Tensor> arrange_targets(const Tensors& y, const char* method) const;
+  std::size_t output_count() const;
+  void resolve_compiled(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred);
+  StepLosses compute_losses(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred);
+  void update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred);
+  StepLosses train_step(const Batch& batch);
   void idle_train_step();
-  double test_step(const Tensor& x, const Tensor& y);
+  StepLosses test_step(const Batch& batch);
   void check_finite_loss(double loss) const;
-  void prepare_replica(const Tensor& x, const Tensor& y);
-  Logs metric_logs(double loss) const;
+  void prepare_replica(const Batch& data);
+  Logs logs_of(const LossTrackers& trackers, bool global) const;
   void check_compiled(const char* method) const;
+  History fit_arranged(Batch data, FitOptions options);
+  Logs evaluate_arranged(const Batch& data, EvaluateOptions options);
+  std::vector<Tensor> predict_arranged(const std::vector<Tensor>& x, PredictOptions options);
   std::vector<Tensor> record_model_call(const std::vector<Tensor>& inputs, std::shared_ptr<Layer> owner);
   std::string functional_summary(const SummaryOptions& options) const;
   SummaryTotals summary_totals() const;
 
   bool compiled_ = false;
   std::shared_ptr<optim::Optimizer> optimizer_;
-  std::variant<std::string, LossFunction> loss_spec_;
-  LossFunction loss_;
-  std::vector<MetricArg> metric_specs_;
+  CompileOptions compile_options_;
+  // Resolved at the first batch, one per output: the loss, its weight, the metrics and their log keys.
+  std::vector<LossFunction> losses_;
+  std::vector<double> loss_weights_;
   std::vector<std::shared_ptr<metrics::Metric>> metrics_;
+  std::vector<std::size_t> metric_outputs_;
+  std::vector<std::string> metric_keys_;
   std::shared_ptr<const detail::FunctionalGraph> graph_;
   std::vector<std::string> output_names_;
 
