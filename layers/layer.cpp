@@ -77,7 +77,7 @@ std::shared_ptr<Layer> Layer::move_into_shared() && {
 }
 
 std::vector<Tensor> Layer::record_call(const std::vector<Tensor>& inputs, LayerCall call,
-                                       std::shared_ptr<Layer> owner) {
+                                       std::shared_ptr<Layer> owner, graph::Attributes attributes) {
   auto handle = this->handle();
   if (!owner) owner = weak_from_this().lock();  // a layer held by a shared_ptr: the graph shares it
   if (owner) handle->owned = std::move(owner);
@@ -85,7 +85,8 @@ std::vector<Tensor> Layer::record_call(const std::vector<Tensor>& inputs, LayerC
     Layer& self = handle->get("a Functional model");
     return call(self, values, training);
   };
-  auto outputs = graph::record(name_, class_name(), inputs, std::move(function), handle, handle->nodes);
+  auto outputs =
+      graph::record(name_, class_name(), inputs, std::move(function), handle, handle->nodes, std::move(attributes));
   ++handle->nodes;
   return outputs;
 }

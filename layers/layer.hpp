@@ -33,6 +33,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "framework/graph/symbolic.hpp"
 #include "framework/tensor/tensor.hpp"
 #include "framework/tensor/variable.hpp"
 #include "layers/initializers/initializers.hpp"
@@ -162,9 +163,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// What a graph node runs: this layer (or the heap copy it moved into) called on real inputs.
   using LayerCall = std::function<std::vector<Tensor>(Layer& self, const std::vector<Tensor>& inputs, bool training)>;
   /// Records `call` on `inputs` (some symbolic) as a graph node of this layer, owned by `owner` when given
-  /// (this layer's heap copy), and returns the symbolic outputs. Operators with several inputs use it.
+  /// (this layer's heap copy), and returns the symbolic outputs. Operators with several inputs use it;
+  /// `attributes` are the call's other arguments by Keras's names ({"use_causal_mask", true}).
   std::vector<Tensor> record_call(const std::vector<Tensor>& inputs, LayerCall call,
-                                  std::shared_ptr<Layer> owner = nullptr);
+                                  std::shared_ptr<Layer> owner = nullptr, graph::Attributes attributes = {});
 
   /// Registers graph layers of a Functional model: as children, without re-rooting their weight paths.
   void adopt_layer(std::shared_ptr<LayerHandle> layer);

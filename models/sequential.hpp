@@ -30,6 +30,11 @@ class Sequential : public Model {
   /// Removes the last layer.
   void pop();
 
+  /// The Input the model starts with (null when none was given), and the input shape it is built for (batch
+  /// dimension first, -1 where free; none before it is built).
+  const std::shared_ptr<Input>& input_layer() const { return input_; }
+  const std::optional<Shape>& build_input_shape() const { return input_shape_; }
+
   /// The shapes flow through each layer's compute_output_shape.
   Shape compute_output_shape(const Shape& input_shape) const override;
 

@@ -27,6 +27,11 @@ class Adam : public Optimizer {
  public:
   explicit Adam(AdamOptions options = {});
 
+  double beta_1() const { return beta_1_; }
+  double beta_2() const { return beta_2_; }
+  double epsilon() const { return epsilon_; }
+  bool amsgrad() const { return amsgrad_; }
+
  protected:
   /// For AdamW, which is Adam under another name with weight decay on by default.
   Adam(std::string_view default_name, AdamOptions options);

@@ -41,6 +41,8 @@ class LearningRate {
   /// The rate at this step (the optimizer's iterations before the step's increment).
   double at(std::int64_t step) const;
   bool is_schedule() const { return static_cast<bool>(schedule_); }
+  /// The schedule (empty for a constant): saving a model recognises loom's schedules through target<T>().
+  const std::function<double(std::int64_t)>& schedule() const { return schedule_; }
 
  private:
   double value_ = 0.0;
@@ -92,6 +94,10 @@ class Optimizer {
   /// Replaces the learning rate (a constant or a schedule), as LearningRateScheduler does.
   void set_learning_rate(LearningRate learning_rate) { learning_rate_ = std::move(learning_rate); }
   const std::string& name() const { return name_; }
+  /// The learning rate as given (a constant or a schedule) and the options every optimizer shares: what
+  /// saving a model writes.
+  const LearningRate& learning_rate_setting() const { return learning_rate_; }
+  const BaseOptions& shared_options() const { return options_; }
 
   /// Installs the hook every apply_gradients passes its gradients through (nullptr removes it).
   void set_gradient_aggregator(std::shared_ptr<GradientAggregator> aggregator) { aggregator_ = std::move(aggregator); }

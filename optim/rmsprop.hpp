@@ -26,6 +26,11 @@ class RMSprop : public Optimizer {
  public:
   explicit RMSprop(RMSpropOptions options = {});
 
+  double rho() const { return rho_; }
+  double momentum() const { return momentum_; }
+  double epsilon() const { return epsilon_; }
+  bool centered() const { return centered_; }
+
  protected:
   /// Keras's order: "velocity", then "momentum" when momentum > 0, then "average_gradient" when centered.
   std::vector<std::string> slot_names() const override;

@@ -20,6 +20,7 @@ class ExponentialDecay {
   };
   explicit ExponentialDecay(Options options);
   double operator()(std::int64_t step) const;
+  const Options& options() const { return options_; }
 
  private:
   Options options_;
@@ -38,6 +39,7 @@ class CosineDecay {
   };
   explicit CosineDecay(Options options);
   double operator()(std::int64_t step) const;
+  const Options& options() const { return options_; }
 
  private:
   Options options_;
@@ -56,6 +58,7 @@ class PolynomialDecay {
   };
   explicit PolynomialDecay(Options options);
   double operator()(std::int64_t step) const;
+  const Options& options() const { return options_; }
 
  private:
   Options options_;

@@ -22,6 +22,9 @@ class SGD : public Optimizer {
  public:
   explicit SGD(SGDOptions options = {});
 
+  double momentum() const { return momentum_; }
+  bool nesterov() const { return nesterov_; }
+
  protected:
   std::vector<std::string> slot_names() const override;
   void update_step(const Tensor& gradient, Variable& var, std::vector<Tensor>& slots, double lr) override;

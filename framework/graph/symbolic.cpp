@@ -136,7 +136,8 @@ Tensor input(const Shape& shape, DType dtype, const std::string& name, const std
 }
 
 std::vector<Tensor> record(const std::string& name, const std::string& class_name, const std::vector<Tensor>& inputs,
-                           NodeFunction function, std::shared_ptr<void> operation, std::size_t node_index) {
+                           NodeFunction function, std::shared_ptr<void> operation, std::size_t node_index,
+                           Attributes attributes) {
   check(any_symbolic(inputs), "{}: graph::record needs a symbolic input", name);
   const bool free = std::any_of(inputs.begin(), inputs.end(),
                                 [](const Tensor& t) { return is_symbolic(t) && has_free_dimension(t); });
@@ -170,6 +171,7 @@ std::vector<Tensor> record(const std::string& name, const std::string& class_nam
   node->function = std::move(function);
   node->operation = std::move(operation);
   node->node_index = node_index;
+  node->attributes = std::move(attributes);
   const std::size_t count = runs.front().size();
   for (std::size_t i = 0; i < count; ++i) {
     std::vector<Shape> shapes, mask_shapes;
@@ -197,12 +199,13 @@ std::vector<Tensor> record(const std::string& name, const std::string& class_nam
 }
 
 Tensor record_op(const char* op, const std::vector<Tensor>& inputs,
-                 std::function<Tensor(const std::vector<Tensor>& values)> function) {
+                 std::function<Tensor(const std::vector<Tensor>& values)> function, Attributes attributes) {
   auto call = [function = std::move(function)](const std::vector<Tensor>& values, bool) {
     return std::vector<Tensor>{function(values)};
   };
   const std::string_view name = keras_op_name(op);
-  return record(unique_name(name), camel_case(name), inputs, std::move(call)).front();
+  return record(unique_name(name), camel_case(name), inputs, std::move(call), nullptr, 0, std::move(attributes))
+      .front();
 }
 
 std::string describe(const Tensor& t) {

@@ -14,6 +14,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <variant>
 #include <vector>
 
 #include "framework/tensor/tensor.hpp"
@@ -23,6 +25,11 @@ namespace loom::graph {
 /// What a node computes: the values of its inputs (in the order of Node::inputs; the constants among them
 /// as recorded) and the call's training flag, to the values of its outputs.
 using NodeFunction = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs, bool training)>;
+
+/// An argument of a call that is not a tensor (an op's axis, a layer call's flag), kept by its Keras name so
+/// that a saved graph can write it: none, a flag, an integer, a number, a string or a list of integers.
+using Attribute = std::variant<std::monostate, bool, std::int64_t, double, std::string, std::vector<std::int64_t>>;
+using Attributes = std::vector<std::pair<std::string, Attribute>>;
 
 /// One call of an operation (a layer, an op, or an Input) on symbolic tensors.
 struct Node {
@@ -41,6 +48,8 @@ struct Node {
   std::vector<Shape> output_shapes;
   std::vector<DType> output_dtypes;
   std::vector<bool> output_masked;
+  /// The call's other arguments, as recorded (models/saving writes them into Keras's config).
+  Attributes attributes;
   bool is_input() const { return !function; }
 };
 
@@ -69,12 +78,13 @@ Tensor input(const Shape& shape, DType dtype, const std::string& name, const std
 /// learn its outputs; returns the symbolic outputs. Errors of the stand-in run propagate as they are.
 std::vector<Tensor> record(const std::string& name, const std::string& class_name, const std::vector<Tensor>& inputs,
                            NodeFunction function, std::shared_ptr<void> operation = nullptr,
-                           std::size_t node_index = 0);
+                           std::size_t node_index = 0, Attributes attributes = {});
 
 /// record() for an op with one output, replayed as `function(values)`; the node is named as keras.ops names
-/// the op ("mul" records "multiply", then "multiply_1", ...).
+/// the op ("mul" records "multiply", then "multiply_1", ...). `attributes` are the op's other arguments by
+/// keras.ops's names ({"axis", -1}).
 Tensor record_op(const char* op, const std::vector<Tensor>& inputs,
-                 std::function<Tensor(const std::vector<Tensor>& values)> function);
+                 std::function<Tensor(const std::vector<Tensor>& values)> function, Attributes attributes = {});
 
 /// Keras's auto-naming, shared by layers and ops: the first `base` gets `base`, the next `base_1`, ...
 /// (per thread).

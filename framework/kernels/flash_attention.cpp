@@ -94,6 +94,8 @@ loom::flash::Problem<T> problem(const Prepared& p) {
   pr.k = p.k.data<T>();
   pr.v = p.v.data<T>();
   pr.heads = p.q.size(1);
+  // attention.cpp has checked that the key/value heads divide the query heads (none only when neither has any).
+  pr.heads_per_kv = p.k.size(1) > 0 ? p.q.size(1) / p.k.size(1) : 1;
   pr.nq = p.q.size(2);
   pr.nk = p.k.size(2);
   pr.d = d;
@@ -144,7 +146,7 @@ Forward run_forward(const Prepared& p) {
 std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tensor& k, const Tensor& v,
                                  const Prepared& p, const Forward& f) {
   const std::int64_t bh = p.q.size(0) * p.q.size(1), nq = p.q.size(2), nk = p.k.size(2);
-  const std::int64_t d = p.q.size(3), dv = p.v.size(3);
+  const std::int64_t kv_bh = p.k.size(0) * p.k.size(1), d = p.q.size(3), dv = p.v.size(3);
   Tensor dout;
   {
     NoGradGuard no_grad;
@@ -158,14 +160,19 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
     pr.o = f.output.data<T>();
     pr.lse = f.lse.data<T>();
     pr.dout = dout.data<T>();
-    pr.dk = grads[1].data<T>();
-    pr.dvv = grads[2].data<T>();
     const auto& kern = kernels<T>();
-    // Items are (head, key chunk): the dK and dV rows of a chunk belong to one item, so they need no locks.
-    // With few heads for the cores, each head's key blocks are cut in two chunks of equal cost (under causal
-    // the first keys are seen by the most queries); each chunk writes its own dq buffer, summed at the end.
+    const std::int64_t share = pr.heads_per_kv;
+    // Items are (key/value head, key chunk, part of its query heads): the dK and dV rows of a chunk belong to
+    // one item per part, which adds its query heads' shares in turn, so nothing is locked. With few items for
+    // the cores, each head's key blocks are cut in two chunks of equal cost (under causal the first keys are
+    // seen by the most queries), each writing its own dq buffer; and a group's query heads are cut in parts,
+    // each part after the first writing its own dK and dV buffers (at most heads_per_kv - 1 of them: never
+    // more than repeating K and V would take). The extra buffers are summed at the end.
     const std::int64_t key_blocks = (nk + loom::flash::kBlockK - 1) / loom::flash::kBlockK;
-    const std::int64_t chunks = bh >= 4 * cores() || key_blocks < 2 ? 1 : 2;
+    const std::int64_t wanted = 4 * cores();
+    const std::int64_t chunks = kv_bh >= wanted || key_blocks < 2 ? 1 : 2;
+    const std::int64_t parts =
+        kv_bh == 0 ? 1 : std::clamp<std::int64_t>((wanted + kv_bh * chunks - 1) / (kv_bh * chunks), 1, share);
     auto cost = [&](std::int64_t j) {  // under causal, key block j is seen by about nq - j*kBlockK queries
       return p.options.causal ? double(std::max<std::int64_t>(1, nq - j * loom::flash::kBlockK)) : 1.0;
     };
@@ -176,14 +183,26 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
     const std::int64_t bounds[3] = {0, chunks == 1 ? key_blocks : std::max<std::int64_t>(1, split), key_blocks};
     T* dq = grads[0].data<T>();
     std::vector<T> second(chunks == 2 ? std::size_t(bh * nq * d) : 0);
-    const int threads = thread_count(bh * chunks, 10.0 * double(bh * nq * nk * (d + dv)) / 2);
+    const std::int64_t dk_size = kv_bh * nk * d, dv_size = kv_bh * nk * dv;
+    std::vector<T> part_dk(std::size_t((parts - 1) * dk_size)), part_dv(std::size_t((parts - 1) * dv_size));
+    const int threads = thread_count(kv_bh * chunks * parts, 10.0 * double(bh * nq * nk * (d + dv)) / 2);
     const Scratch<T> scratch(threads, loom::flash::backward_scratch(nq, nk, d, dv));
-    parallel::run(bh * chunks, threads, [&](int worker, std::int64_t item) {
-      const std::int64_t head = item / chunks, chunk = item % chunks;
-      T* out = (chunk == 0 ? dq : second.data()) + head * nq * d;
-      kern.backward_head(pr, scratch[worker], head, bounds[chunk], bounds[chunk + 1], out);
+    parallel::run(kv_bh * chunks * parts, threads, [&](int worker, std::int64_t item) {
+      const std::int64_t kv = item / (chunks * parts), chunk = item / parts % chunks, part = item % parts;
+      T* dk = (part == 0 ? grads[1].data<T>() : part_dk.data() + (part - 1) * dk_size) + kv * nk * d;
+      T* dvv = (part == 0 ? grads[2].data<T>() : part_dv.data() + (part - 1) * dv_size) + kv * nk * dv;
+      for (std::int64_t r = part * share / parts; r < (part + 1) * share / parts; ++r) {
+        const std::int64_t head = kv * share + r;
+        T* out = (chunk == 0 ? dq : second.data()) + head * nq * d;
+        kern.backward_head(pr, scratch[worker], head, bounds[chunk], bounds[chunk + 1], out, dk, dvv,
+                           r > part * share / parts);
+      }
     });
     for (std::size_t n = 0; n < second.size(); ++n) dq[n] += second[n];
+    T* dk = grads[1].data<T>();
+    T* dvv = grads[2].data<T>();
+    for (std::size_t n = 0; n < part_dk.size(); ++n) dk[std::int64_t(n) % dk_size] += part_dk[n];
+    for (std::size_t n = 0; n < part_dv.size(); ++n) dvv[std::int64_t(n) % dv_size] += part_dv[n];
   });
   if (autograd::needs_recording({&grad, &q, &k, &v}))
     autograd::record("flash_attention_backward", {grad, q, k, v}, grads,

@@ -450,8 +450,9 @@ struct Kernel {
     }
     T* kbuf = state + p.group * (dp * Br + Br * dvp + 2 * Br);
     T* vbuf = kbuf + (p.nk + Bc) * dp;
-    const T* krows = jhi > jlo ? rows(p.k + bh * p.nk * d, jlo, jhi, d, dp, kbuf) : nullptr;
-    const T* vrows = jhi > jlo ? rows(p.v + bh * p.nk * dv, jlo, jhi, dv, dvp, vbuf) : nullptr;
+    const std::int64_t kv = bh / p.heads_per_kv;
+    const T* krows = jhi > jlo ? rows(p.k + kv * p.nk * d, jlo, jhi, d, dp, kbuf) : nullptr;
+    const T* vrows = jhi > jlo ? rows(p.v + kv * p.nk * dv, jlo, jhi, dv, dvp, vbuf) : nullptr;
     for (std::int64_t j0 = jlo; j0 < jhi; j0 += Bc) {
       const std::int64_t j1 = std::min(j0 + Bc, jhi);
       for (std::int64_t n = 0; n < count; ++n) {
@@ -474,10 +475,10 @@ struct Kernel {
     }
   }
 
-  /// Key blocks [kb0, kb1) of head bh: writes their rows of dk and dv, and these keys' share of dq (scaled,
-  /// all rows) to dq.
+  /// Key blocks [kb0, kb1) of query head bh: writes (or, when accumulate, adds) their rows of dk and dv (of
+  /// bh's key/value head), and writes these keys' share of dq (scaled, all rows) to dq.
   static void backward_head(const Problem<T>& p, T* scratch, std::int64_t bh, std::int64_t kb0, std::int64_t kb1,
-                            T* dq) {
+                            T* dq, T* dk, T* dvv, bool accumulate) {
     const std::int64_t nq = p.nq, nk = p.nk, d = p.d, dv = p.dv, dp = padded(d), dvp = padded(dv);
     const std::int64_t nqb = (nq + Br - 1) / Br, nqp = nqb * Br;
     T* qt = scratch;          // [nqb][dp][Br], times scale * log2(e)
@@ -504,8 +505,9 @@ struct Kernel {
     }
     const T* qrows = rows(q, 0, nq, d, dp, qbuf);
     const T* dorows = rows(dout, 0, nq, dv, dvp, dobuf);
-    const T* krows = rows(p.k + bh * nk * d, 0, nk, d, dp, kbuf);
-    const T* vrows = rows(p.v + bh * nk * dv, 0, nk, dv, dvp, vbuf);
+    const std::int64_t kv = bh / p.heads_per_kv;
+    const T* krows = rows(p.k + kv * nk * d, 0, nk, d, dp, kbuf);
+    const T* vrows = rows(p.v + kv * nk * dv, 0, nk, dv, dvp, vbuf);
     for (std::int64_t i = 0; i < nqp; ++i) {
       // Padded queries get lse = +inf, so their probabilities (and dS) are exactly 0.
       lse[i] = i < nq ? p.lse[bh * nq + i] : std::numeric_limits<T>::infinity();
@@ -513,8 +515,6 @@ struct Kernel {
     }
     for (std::int64_t n = 0; n < nqp * dp; ++n) dqacc[n] = T(0);
 
-    T* dk = p.dk + bh * nk * d;
-    T* dvv = p.dvv + bh * nk * dv;
     for (std::int64_t j0 = kb0 * Bc; j0 < std::min(nk, kb1 * Bc); j0 += Bc) {
       const std::int64_t nc = std::min(Bc, nk - j0);
       for (std::int64_t n = 0; n < nc * dp; ++n) dkacc[n] = T(0);
@@ -543,8 +543,10 @@ struct Kernel {
         gemm_acc_lanes(band, nr, ds, krows + j0 * dp, dp, dp, dqacc + i0 * dp, dp);        // dQ += dS K
       }
       for (std::int64_t c = 0; c < nc; ++c) {
-        for (std::int64_t x = 0; x < d; ++x) dk[(j0 + c) * d + x] = p.scale * dkacc[c * dp + x];
-        for (std::int64_t x = 0; x < dv; ++x) dvv[(j0 + c) * dv + x] = dvacc[c * dvp + x];
+        T* dkrow = dk + (j0 + c) * d;
+        T* dvrow = dvv + (j0 + c) * dv;
+        for (std::int64_t x = 0; x < d; ++x) dkrow[x] = (accumulate ? dkrow[x] : T(0)) + p.scale * dkacc[c * dp + x];
+        for (std::int64_t x = 0; x < dv; ++x) dvrow[x] = (accumulate ? dvrow[x] : T(0)) + dvacc[c * dvp + x];
       }
     }
     for (std::int64_t i = 0; i < nq; ++i)
@@ -564,7 +566,7 @@ struct Kernel {
     std::int64_t jlo = 0, jhi = 0;
     key_range(p, i0, nr, jlo, jhi);
     if (jhi <= jlo) return;  // the output starts at zero
-    const T* krows = rows(p.k + bh * p.nk * d, jlo, jhi, d, dp, kbuf);
+    const T* krows = rows(p.k + bh / p.heads_per_kv * p.nk * d, jlo, jhi, d, dp, kbuf);
     T* out = p.p + (bh * p.nq + i0) * p.nk;
     for (std::int64_t j0 = jlo; j0 < jhi; j0 += Bc) {
       const std::int64_t nc = std::min(Bc, jhi - j0);

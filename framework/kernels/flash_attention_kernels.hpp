@@ -18,14 +18,18 @@ inline constexpr std::int64_t padded(std::int64_t n) { return (n + kPad - 1) / k
 /// tile then serves that many query blocks while it is in L1/L2, instead of being fetched again per block.
 inline constexpr std::int64_t kMaxGroup = 4;
 
-/// One attention problem over contiguous [B*H, N, dim] buffers. Masks are the user mask as bytes (1 = may
-/// attend) addressed through strides, 0 where it broadcasts.
+/// One attention problem over contiguous buffers: q [B*H, nq, d], k [B*Hkv, nk, d], v [B*Hkv, nk, dv] with
+/// H = Hkv * heads_per_kv (grouped-query attention; 1 for plain attention): query head bh reads key/value head
+/// bh / heads_per_kv, which is head h / heads_per_kv of its batch, as Keras's repeat of K and V along the
+/// heads gives, without the copies. Masks are the user mask as bytes (1 = may attend) addressed through
+/// strides, 0 where it broadcasts, over the query heads.
 template <class T>
 struct Problem {
   const T* q;
   const T* k;
   const T* v;
   std::int64_t heads, nq, nk, d, dv;
+  std::int64_t heads_per_kv;  // query heads that share one key/value head (>= 1, divides heads)
   T scale;
   std::int64_t group;  // query blocks per forward item (1 .. kMaxGroup)
   bool causal;
@@ -36,10 +40,8 @@ struct Problem {
   // no allowed key).
   T* o;
   T* lse;
-  // Backward: reads o, lse and dout, writes dk, dv (and dq through backward_head's argument).
+  // Backward: reads o, lse and dout (dq, dk and dv are backward_head's arguments).
   const T* dout;
-  T* dk;
-  T* dvv;
   // attention probabilities: writes p [B*H, nq, nk] from lse.
   T* p;
 };
@@ -60,10 +62,11 @@ template <class T>
 struct Kernels {
   /// Output rows of query blocks [g*group, (g+1)*group) of head bh.
   void (*forward_block)(const Problem<T>& p, T* scratch, std::int64_t bh, std::int64_t g);
-  /// Rows of dk and dv for key blocks [kb0, kb1) (of kBlockK keys) of head bh, and those keys' share of
-  /// the head's dq, written (not added) to dq [nq, d].
+  /// Query head bh's share of the gradients of the keys in key blocks [kb0, kb1) (of kBlockK keys): their
+  /// rows of dk [nk, d] and dv [nk, dv] (of bh's key/value head), written, or added to when `accumulate`
+  /// (the later query heads of a group), and those keys' share of the head's dq [nq, d], written.
   void (*backward_head)(const Problem<T>& p, T* scratch, std::int64_t bh, std::int64_t kb0, std::int64_t kb1,
-                        T* dq);
+                        T* dq, T* dk, T* dv, bool accumulate);
   /// Probability rows [qb*kBlockQ, ...) of head bh.
   void (*probabilities_block)(const Problem<T>& p, T* scratch, std::int64_t bh, std::int64_t qb);
 };

@@ -34,9 +34,12 @@ void validate(std::string_view op, const Tensor& q, const Tensor& k, const Tenso
   check(is_floating(q.dtype()) && q.dtype() == k.dtype() && (v == nullptr || v->dtype() == q.dtype()),
         "{}: q, k{} must all be float32 or all float64, got q {}, k {}{}", op, v != nullptr ? " and v" : "",
         q.dtype(), k.dtype(), v != nullptr ? fmt::format(", v {}", v->dtype()) : "");
-  check(q.size(0) == k.size(0) && q.size(1) == k.size(1),
-        "{}: q {} and k {} must have the same batch and heads (dimensions 0 and 1; they are not broadcast)", op,
+  check(q.size(0) == k.size(0), "{}: q {} and k {} must have the same batch (dimension 0; it is not broadcast)", op,
         q.shape(), k.shape());
+  check(k.size(1) == q.size(1) || (k.size(1) > 0 && q.size(1) % k.size(1) == 0),
+        "{}: the key/value heads must divide the query heads (grouped-query attention): q {} has {} heads, k {} has "
+        "{}",
+        op, q.shape(), q.size(1), k.shape(), k.size(1));
   check(q.size(3) == k.size(3), "{}: q {} and k {} must have the same head_dim (last dimension): {} != {}", op,
         q.shape(), k.shape(), q.size(3), k.size(3));
   check(q.size(3) > 0, "{}: head_dim must be positive, got q {}", op, q.shape());
@@ -49,8 +52,8 @@ void validate(std::string_view op, const Tensor& q, const Tensor& k, const Tenso
     check(o.mask.dtype() == DType::boolean || is_floating(o.mask.dtype()),
           "{}: the mask must be boolean or float (true / nonzero = may attend), got {} of shape {}", op,
           o.mask.dtype(), o.mask.shape());
-    check(broadcasts_to(o.mask.shape(), target), "{}: mask of shape {} cannot be broadcast to [batch, heads, q_seq, k_seq] = {}", op,
-          o.mask.shape(), target);
+    check(broadcasts_to(o.mask.shape(), target),
+          "{}: mask of shape {} cannot be broadcast to [batch, heads, q_seq, k_seq] = {}", op, o.mask.shape(), target);
   }
   check(o.sliding_window >= 0, "{}: sliding_window must be >= 0 (0 = no window), got {}", op, o.sliding_window);
   if (o.scale)
@@ -105,6 +108,20 @@ Allowed allowed_keys(const AttentionOptions& o, std::int64_t nq, std::int64_t nk
   return out;
 }
 
+/// x [B, H, N, c] as [B, Hkv, H/Hkv * N, c]: the query heads of each key/value head stacked along the rows (a
+/// view when x is contiguous), so one batched matmul against the Hkv heads of K or V serves every query head
+/// of its group and K and V are never repeated.
+Tensor stack_groups(const Tensor& x, std::int64_t kv_heads) {
+  if (x.size(1) == kv_heads) return x;
+  return reshape(x, {x.size(0), kv_heads, x.size(1) / kv_heads * x.size(2), x.size(3)});
+}
+
+/// The inverse of stack_groups for a result [B, Hkv, H/Hkv * N, c].
+Tensor unstack_groups(const Tensor& x, std::int64_t heads, std::int64_t n) {
+  if (x.size(1) == heads) return x;
+  return reshape(x, {x.size(0), heads, n, x.size(3)});
+}
+
 /// Shared by both entry points: the probabilities [B, H, Nq, Nk] with disallowed keys at exactly zero.
 Tensor probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& o) {
   const std::int64_t batch = q.size(0), heads = q.size(1), nq = q.size(2), nk = k.size(2);
@@ -113,7 +130,7 @@ Tensor probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& o
   if (nk == 0) return Tensor::zeros({batch, heads, nq, nk}, dtype);  // no key at all: every row is empty
   const double scale = o.scale.value_or(1.0 / std::sqrt(double(q.size(3))));
   // Scaling q (Nq*d values) is cheaper than scaling the scores (Nq*Nk).
-  Tensor scores = matmul(q * scale, transpose(k, -2, -1));
+  Tensor scores = unstack_groups(matmul(stack_groups(q * scale, k.size(1)), transpose(k, -2, -1)), heads, nq);
   if (!masked) return softmax(scores, -1);
   const Allowed allowed = allowed_keys(o, nq, nk, dtype);
   // The lowest finite value, not -inf: a row with no allowed key then softmaxes to a uniform row (no
@@ -123,6 +140,12 @@ Tensor probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& o
   Tensor p = softmax(where(allowed.keys, scores, Tensor::scalar(lowest, dtype)), -1);
   if (!allowed.every_row_has_one) p = mul(p, allowed.row_has_any);
   return p;
+}
+
+/// p [B, H, Nq, Nk] applied to v [B, Hkv, Nk, dv]: [B, H, Nq, dv] (with no key, Nk = 0, matmul's empty sum
+/// gives zeros).
+Tensor apply(const Tensor& p, const Tensor& v) {
+  return unstack_groups(matmul(stack_groups(p, v.size(1)), v), p.size(1), p.size(2));
 }
 
 bool use_flash(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
@@ -147,7 +170,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     });
   validate("scaled_dot_product_attention", q, k, &v, options);
   if (use_flash(q, k, v, options)) return flash_attention::forward(q, k, v, options);
-  return matmul(probabilities(q, k, options), v);  // with no key (Nk = 0) matmul's empty sum gives zeros
+  return apply(probabilities(q, k, options), v);
 }
 
 Tensor attention_probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& options) {
@@ -169,7 +192,7 @@ AttentionOutputs scaled_dot_product_attention_with_probabilities(const Tensor& q
                      (use_flash(q, k, v, options) && !autograd::tape_tracks({&q, &k}));
   if (flash) return flash_attention::forward_with_probabilities(q, k, v, options);
   const Tensor p = probabilities(q, k, options);
-  return {matmul(p, v), p};
+  return {apply(p, v), p};
 }
 
 }  // namespace loom::ops

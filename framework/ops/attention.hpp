@@ -1,5 +1,14 @@
 #pragma once
 // scaled_dot_product_attention: softmax(q k^T * scale + mask) v over [batch, heads, seq, head_dim].
+//
+// Grouped-query attention (GQA, and multi-query attention with one key/value head): k and v may have fewer
+// heads than q, a number Hkv that divides q's H. Query head h then attends with key/value head
+// h / (H / Hkv), as if k and v were repeated H / Hkv times along the heads (keras.ops.repeat(k, H / Hkv,
+// axis=heads), what Keras's GroupQueryAttention does), but nothing is repeated: the flash kernels read each
+// key/value head for its group of query heads, the math path multiplies each group's query heads stacked
+// against their one key/value head, and the gradients of k and v sum over the group.
+//
+//   Tensor o = ops::scaled_dot_product_attention(q /* [B, 8, T, 64] */, k /* [B, 2, S, 64] */, v, {.causal = true});
 #include <concepts>
 #include <cstdint>
 #include <optional>
@@ -41,13 +50,15 @@ struct AttentionOptions {
   AttentionImpl impl = AttentionImpl::Auto;
 };
 
-/// q [B, H, Nq, d], k [B, H, Nk, d], v [B, H, Nk, dv] -> [B, H, Nq, dv]. A query row with no key it may
-/// attend yields zeros (and zero gradients), never NaN.
+/// q [B, H, Nq, d], k [B, Hkv, Nk, d], v [B, Hkv, Nk, dv] -> [B, H, Nq, dv], with Hkv = H or Hkv dividing H
+/// (grouped-query attention, above). A query row with no key it may attend yields zeros (and zero gradients),
+/// never NaN.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options = {});
 
-/// The attention probabilities [B, H, Nq, Nk] that scaled_dot_product_attention applies to v, with the same
-/// options (fully masked rows are zeros). Always computed by the math path (options.impl is not consulted).
+/// The attention probabilities [B, H, Nq, Nk] that scaled_dot_product_attention applies to v (k may have
+/// grouped heads, [B, Hkv, Nk, d]), with the same options (fully masked rows are zeros). Always computed by
+/// the math path (options.impl is not consulted).
 Tensor attention_probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& options = {});
 
 struct AttentionOutputs {

@@ -165,7 +165,8 @@ Tensor pow(const Tensor& a, const Tensor& b) {
 
 Tensor pow(const Tensor& a, double exponent) {
   if (graph::any_symbolic(a))
-    return graph::record_op("pow", {a}, [=](const std::vector<Tensor>& v) { return pow(v[0], exponent); });
+    return graph::record_op("pow", {a}, [=](const std::vector<Tensor>& v) { return pow(v[0], exponent); },
+                            {{"x2", exponent}});
   Tensor y = unary(a, "pow", [exponent](auto v) { return std::pow(v, decltype(v)(exponent)); });
   if (autograd::needs_recording({&a}))
     autograd::record("pow", {a}, {y}, [a, exponent](const Grads& g) {
@@ -275,7 +276,8 @@ Tensor sign(const Tensor& x) {
 
 Tensor clip(const Tensor& x, double lo, double hi) {
   if (graph::any_symbolic(x))
-    return graph::record_op("clip", {x}, [=](const std::vector<Tensor>& v) { return clip(v[0], lo, hi); });
+    return graph::record_op("clip", {x}, [=](const std::vector<Tensor>& v) { return clip(v[0], lo, hi); },
+                            {{"x_min", lo}, {"x_max", hi}});
   check(lo <= hi, "clip: expected lo <= hi, got lo={} and hi={} (tensor of shape {})", lo, hi,
         x.defined() ? fmt::format("{}", x.shape()) : "undefined");
   Tensor y = unary(x, "clip", [lo, hi](auto v) {
@@ -338,7 +340,8 @@ Tensor relu(const Tensor& x) {
 
 Tensor gelu(const Tensor& x, bool approximate) {
   if (graph::any_symbolic(x))
-    return graph::record_op("gelu", {x}, [=](const std::vector<Tensor>& v) { return gelu(v[0], approximate); });
+    return graph::record_op("gelu", {x}, [=](const std::vector<Tensor>& v) { return gelu(v[0], approximate); },
+                            {{"approximate", approximate}});
   const auto tanh_form = [](auto v) {
     using T = decltype(v);
     return T(0.5) * v * (T(1) + std::tanh(T(kGeluTanhScale) * (v + T(kGeluTanhCubic) * v * v * v)));
@@ -467,7 +470,8 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
 
 Tensor cast(const Tensor& x, DType dtype) {
   if (graph::any_symbolic(x))
-    return graph::record_op("cast", {x}, [=](const std::vector<Tensor>& v) { return cast(v[0], dtype); });
+    return graph::record_op("cast", {x}, [=](const std::vector<Tensor>& v) { return cast(v[0], dtype); },
+                            {{"dtype", std::string(dtype_name(dtype))}});
   check_defined(x, "cast");
   if (x.dtype() == dtype) return x;
   Tensor y = Tensor::empty(x.shape(), dtype);

@@ -85,7 +85,8 @@ std::int64_t softmax_axis(const Tensor& x, std::int64_t axis, std::string_view o
 
 Tensor softmax(const Tensor& x, std::int64_t axis) {
   if (graph::any_symbolic(x))
-    return graph::record_op("softmax", {x}, [=](const std::vector<Tensor>& v) { return softmax(v[0], axis); });
+    return graph::record_op("softmax", {x}, [=](const std::vector<Tensor>& v) { return softmax(v[0], axis); },
+                            {{"axis", axis}});
   const std::int64_t a = softmax_axis(x, axis, "softmax");
   Tensor y =
       visit_floating(x.dtype(), "softmax", [&]<class T>() { return softmax_kernel<T, false>(x, std::size_t(a)); });
@@ -99,7 +100,8 @@ Tensor softmax(const Tensor& x, std::int64_t axis) {
 
 Tensor log_softmax(const Tensor& x, std::int64_t axis) {
   if (graph::any_symbolic(x))
-    return graph::record_op("log_softmax", {x}, [=](const std::vector<Tensor>& v) { return log_softmax(v[0], axis); });
+    return graph::record_op("log_softmax", {x}, [=](const std::vector<Tensor>& v) { return log_softmax(v[0], axis); },
+                            {{"axis", axis}});
   const std::int64_t a = softmax_axis(x, axis, "log_softmax");
   Tensor y = visit_floating(x.dtype(), "log_softmax",
                            [&]<class T>() { return softmax_kernel<T, true>(x, std::size_t(a)); });

@@ -40,6 +40,10 @@ namespace {
 struct Geometry {
   std::int64_t B = 1, P = 1, G = 1, K = 1, Q = 1;
   bool center = true;  // subtract the mean; false: RMS normalization (no mean, no beta)
+  // LayerNormalization's rms_scaling (with center): the statistics around the mean, but y = x * rstd * gamma
+  // (x not centered). The stored statistics stay centered; the output and the sums of the backward pass use
+  // x * rstd, while dx uses the centered (x - mean) * rstd, which keeps its precision at large means.
+  bool scale_only = false;
   double epsilon = 0.0;
   std::int64_t count() const { return P * K * Q; }  // elements per statistic
   std::int64_t slab() const { return P * G * K * Q; }
@@ -201,6 +205,10 @@ LOOM_MULTIVERSION void forward_slabs(const Geometry& geo, const detail::RunWalk<
     }
     spread(geo, offset, offset_slots);
     spread(geo, rstd, rstd_slots);
+    if (geo.scale_only) {  // y = x * rstd * gamma
+      std::fill(shift_slots.begin(), shift_slots.end(), T(0));
+      std::fill(offset_slots.begin(), offset_slots.end(), T(0));
+    }
     for_each_run(walk, [&]<bool S, bool P>(std::int64_t xi, std::int64_t si, std::int64_t pi, std::int64_t len) {
       const T* xr = xs + xi;
       T* yr = ys + xi;
@@ -263,6 +271,8 @@ LOOM_MULTIVERSION void backward_slabs(const Geometry& geo, const detail::RunWalk
   std::vector<double> c1(slots), c2(slots);
   std::vector<T> shift_slots(slots), offset_slots(slots), rstd_slots(slots), shift_coef(slots), xh_coef(slots);
   std::vector<T> shift_coef_g(std::size_t(geo.G)), xh_coef_g(std::size_t(geo.G));
+  const std::vector<T> no_shift(geo.scale_only ? slots : 0, T(0));  // scale_only: the sums use x * rstd
+  const bool mean_term = geo.center && !geo.scale_only;             // the sums of dxh (c1)
   for (std::int64_t b = first; b < last; ++b) {
     const T* xs = x + b * geo.slab();
     const T* dys = dy + b * geo.slab();
@@ -272,18 +282,19 @@ LOOM_MULTIVERSION void backward_slabs(const Geometry& geo, const detail::RunWalk
     spread(geo, offsets + b * geo.G, offset_slots);
     spread(geo, rstd, rstd_slots);
     const T *sh = shift_slots.data(), *of = offset_slots.data(), *rs = rstd_slots.data();
+    const T *sum_sh = geo.scale_only ? no_shift.data() : sh, *sum_of = geo.scale_only ? no_shift.data() : of;
     std::fill(c1.begin(), c1.end(), 0.0);
     std::fill(c2.begin(), c2.end(), 0.0);
     for_each_run(walk, [&]<bool S, bool P>(std::int64_t xi, std::int64_t si, std::int64_t pi, std::int64_t len) {
       const T* xr = xs + xi;
       const T* dyr = dys + xi;
       const auto xh = [&](std::int64_t j) {
-        return (xr[j] - at<S>(sh + si, j) - at<S>(of + si, j)) * at<S>(rs + si, j);
+        return (xr[j] - at<S>(sum_sh + si, j) - at<S>(sum_of + si, j)) * at<S>(rs + si, j);
       };
       const auto dxh = [&](std::int64_t j) { return double(dyr[j] * at<P>(gam + pi, j)); };
       // Two loops over the run (the second reads it from cache), so that each keeps only its own sums, and
-      // only the sums that are used: RMS has no mean term (c1), an undefined beta no dbeta.
-      if (geo.center)
+      // only the sums that are used: RMS and rms_scaling have no mean term (c1), an undefined beta no dbeta.
+      if (mean_term)
         accumulate<S, 2>({&c1[std::size_t(si)], &c2[std::size_t(si)]}, len, [&](std::int64_t j) {
           const double d = dxh(j);
           return std::array<double, 2>{d, d * double(xh(j))};
@@ -302,7 +313,7 @@ LOOM_MULTIVERSION void backward_slabs(const Geometry& geo, const detail::RunWalk
     // dx = rstd * dxh + shift_coef + xh * xh_coef, the coefficients per statistic (then per slot).
     for (std::int64_t g = 0; g < geo.G; ++g) {
       const double r = double(rstd[g]);
-      double a = geo.center ? -r * fold(geo, c1, g) / n : 0.0;
+      double a = mean_term ? -r * fold(geo, c1, g) / n : 0.0;
       double c = -r * fold(geo, c2, g) / n;
       if (dmean) a += double(dmean[b * geo.G + g]) / n;
       if (dvar) c += 2.0 * double(dvar[b * geo.G + g]) / (n * r);
@@ -329,6 +340,7 @@ LOOM_MULTIVERSION void backward_slabs(const Geometry& geo, const detail::RunWalk
 ///   dx = rstd * (dxh - mean(dxh) - xh * mean(dxh * xh))          (RMS: without the mean(dxh) term)
 ///      + dmean / n + dvar * 2 (x - mean) / n                      (batch norm's mean / variance outputs)
 /// dgamma = sum(dy * xh), dbeta = sum(dy) over everything but the parameter's own index.
+/// rms_scaling, with xs = x * rstd: dx = rstd * (dxh - xh * mean(dxh * xs)), dgamma = sum(dy * xs).
 template <class T>
 Grads backward_kernel(const Tensor& dyc, const Tensor& xc, const Tensor& gamma, const Tensor& beta,
                       const Stats& stats, const Geometry& geo, const Tensor& dmean, const Tensor& dvar) {
@@ -436,7 +448,8 @@ void check_param(const char* op, const char* name, const Tensor& p, const Tensor
 }
 
 Tensor layer_or_rms_norm(const char* op, const char* backward_op, const Tensor& x, const Tensor& gamma,
-                         const Tensor& beta, const std::vector<std::int64_t>& axes, double epsilon, bool center) {
+                         const Tensor& beta, const std::vector<std::int64_t>& axes, double epsilon, bool center,
+                         bool scale_only = false) {
   check_input(op, x, epsilon);
   check(!axes.empty(), "{}: expected at least one axis to normalize over (input {})", op, x.shape());
   const std::vector<std::int64_t> norm = normalize_axes(axes, x.ndim(), op);
@@ -459,12 +472,14 @@ Tensor layer_or_rms_norm(const char* op, const char* backward_op, const Tensor& 
     perm.insert(perm.end(), norm.begin(), norm.end());
     for (std::int64_t d = 0; d < rank; ++d) back[std::size_t(perm[std::size_t(d)])] = d;
     for (std::int64_t i = rank - k; i < rank; ++i) last.push_back(i);
-    return permute(layer_or_rms_norm(op, backward_op, permute(x, perm), gamma, beta, last, epsilon, center), back);
+    return permute(
+        layer_or_rms_norm(op, backward_op, permute(x, perm), gamma, beta, last, epsilon, center, scale_only), back);
   }
   Geometry geo;
   geo.K = numel(param_shape);
   geo.B = x.numel() / geo.K;
   geo.center = center;
+  geo.scale_only = scale_only;
   geo.epsilon = epsilon;
   return fused_forward(op, backward_op, x, gamma, beta, geo, false)[0];
 }
@@ -479,11 +494,16 @@ std::int64_t extent(const Shape& shape, std::int64_t begin, std::int64_t end) {
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Axes& axes,
-                  double epsilon) {
+                  double epsilon, bool rms_scaling) {
   if (graph::any_symbolic(x, gamma, beta))
-    return graph::record_op("layer_norm", {x, gamma, beta},
-                            [=](const std::vector<Tensor>& v) { return layer_norm(v[0], v[1], v[2], axes, epsilon); });
-  return layer_or_rms_norm("layer_norm", "layer_norm_backward", x, gamma, beta, axes, epsilon, true);
+    return graph::record_op("layer_norm", {x, gamma, beta}, [=](const std::vector<Tensor>& v) {
+      return layer_norm(v[0], v[1], v[2], axes, epsilon, rms_scaling);
+    });
+  check(!rms_scaling || !beta.defined(),
+        "layer_norm: rms_scaling takes no beta (y = x / sqrt(var + epsilon) * gamma); got beta of shape {} for "
+        "input {}",
+        beta.defined() ? beta.shape() : Shape{}, x.defined() ? x.shape() : Shape{});
+  return layer_or_rms_norm("layer_norm", "layer_norm_backward", x, gamma, beta, axes, epsilon, true, rms_scaling);
 }
 
 Tensor rms_norm(const Tensor& x, const Tensor& scale, const Axes& axes, double epsilon) {

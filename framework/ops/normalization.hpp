@@ -25,8 +25,11 @@ namespace loom::ops {
 /// (x - mean) / sqrt(var + epsilon) * gamma + beta, statistics over `axes` (any set of axes; negative ones
 /// count from the end) for each index of the other axes. gamma and beta have the shape of the normalized
 /// dimensions in increasing axis order (Keras: x of [5, 20, 30, 40] and axes {1, 2, 3} -> [20, 30, 40]).
+/// rms_scaling (Keras's layer_normalization(..., rms_scaling=True)): x / sqrt(var + epsilon) * gamma, the
+/// variance still around the mean but x not centered, and no beta (a defined beta is then an error, where
+/// Keras ignores it).
 Tensor layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Axes& axes,
-                  double epsilon);
+                  double epsilon, bool rms_scaling = false);
 
 /// x / sqrt(mean(x^2) + epsilon) * scale over `axes`; scale shaped like layer_norm's gamma (Keras
 /// rms_normalization).

@@ -175,11 +175,19 @@ Tensor arg_extremum(const Tensor& x, std::int64_t axis, bool keepdims, const cha
   });
 }
 
+/// A reduction's arguments as keras.ops names them: every axis is axis=None.
+graph::Attributes reduction_attributes(const Axes& axes, bool keepdims) {
+  graph::Attribute axis;
+  if (!axes.empty()) axis = std::vector<std::int64_t>(axes.begin(), axes.end());
+  return {{"axis", axis}, {"keepdims", keepdims}};
+}
+
 }  // namespace
 
 Tensor sum(const Tensor& x, const Axes& axes, bool keepdims) {
   if (graph::any_symbolic(x))
-    return graph::record_op("sum", {x}, [=](const std::vector<Tensor>& v) { return sum(v[0], axes, keepdims); });
+    return graph::record_op("sum", {x}, [=](const std::vector<Tensor>& v) { return sum(v[0], axes, keepdims); },
+                            reduction_attributes(axes, keepdims));
   const Plan p = plan_for(x, axes, keepdims, "sum");
   Tensor y = sum_kernel(x, p, "sum");
   if (autograd::needs_recording({&x}))
@@ -191,7 +199,8 @@ Tensor sum(const Tensor& x, const Axes& axes, bool keepdims) {
 
 Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
   if (graph::any_symbolic(x))
-    return graph::record_op("mean", {x}, [=](const std::vector<Tensor>& v) { return mean(v[0], axes, keepdims); });
+    return graph::record_op("mean", {x}, [=](const std::vector<Tensor>& v) { return mean(v[0], axes, keepdims); },
+                            reduction_attributes(axes, keepdims));
   const Plan p = plan_for(x, axes, keepdims, "mean");
   check(p.count > 0, "mean: cannot average over zero elements (shape {}, axes {})", x.shape(), p.axes);
   const double scale = 1.0 / double(p.count);
@@ -205,7 +214,8 @@ Tensor mean(const Tensor& x, const Axes& axes, bool keepdims) {
 
 Tensor var(const Tensor& x, const Axes& axes, bool keepdims) {
   if (graph::any_symbolic(x))
-    return graph::record_op("var", {x}, [=](const std::vector<Tensor>& v) { return var(v[0], axes, keepdims); });
+    return graph::record_op("var", {x}, [=](const std::vector<Tensor>& v) { return var(v[0], axes, keepdims); },
+                            reduction_attributes(axes, keepdims));
   const Plan p = plan_for(x, axes, keepdims, "var");
   check(p.count > 0, "var: cannot take the variance of zero elements (shape {}, axes {})", x.shape(), p.axes);
   // Two passes (mean first) for accuracy; composed of recorded ops, so every order of gradient is exact.
@@ -214,30 +224,35 @@ Tensor var(const Tensor& x, const Axes& axes, bool keepdims) {
 
 Tensor max(const Tensor& x, const Axes& axes, bool keepdims) {
   if (graph::any_symbolic(x))
-    return graph::record_op("max", {x}, [=](const std::vector<Tensor>& v) { return max(v[0], axes, keepdims); });
+    return graph::record_op("max", {x}, [=](const std::vector<Tensor>& v) { return max(v[0], axes, keepdims); },
+                            reduction_attributes(axes, keepdims));
   return extremum<true>(x, axes, keepdims, "max");
 }
 Tensor min(const Tensor& x, const Axes& axes, bool keepdims) {
   if (graph::any_symbolic(x))
-    return graph::record_op("min", {x}, [=](const std::vector<Tensor>& v) { return min(v[0], axes, keepdims); });
+    return graph::record_op("min", {x}, [=](const std::vector<Tensor>& v) { return min(v[0], axes, keepdims); },
+                            reduction_attributes(axes, keepdims));
   return extremum<false>(x, axes, keepdims, "min");
 }
 
 Tensor argmax(const Tensor& x, std::int64_t axis, bool keepdims) {
   if (graph::any_symbolic(x))
-    return graph::record_op("argmax", {x}, [=](const std::vector<Tensor>& v) { return argmax(v[0], axis, keepdims); });
+    return graph::record_op("argmax", {x}, [=](const std::vector<Tensor>& v) { return argmax(v[0], axis, keepdims); },
+                            {{"axis", axis}, {"keepdims", keepdims}});
   return arg_extremum<true>(x, axis, keepdims, "argmax");
 }
 Tensor argmin(const Tensor& x, std::int64_t axis, bool keepdims) {
   if (graph::any_symbolic(x))
-    return graph::record_op("argmin", {x}, [=](const std::vector<Tensor>& v) { return argmin(v[0], axis, keepdims); });
+    return graph::record_op("argmin", {x}, [=](const std::vector<Tensor>& v) { return argmin(v[0], axis, keepdims); },
+                            {{"axis", axis}, {"keepdims", keepdims}});
   return arg_extremum<false>(x, axis, keepdims, "argmin");
 }
 
 Tensor logsumexp(const Tensor& x, const Axes& axes, bool keepdims) {
   if (graph::any_symbolic(x))
     return graph::record_op("logsumexp", {x},
-                            [=](const std::vector<Tensor>& v) { return logsumexp(v[0], axes, keepdims); });
+                            [=](const std::vector<Tensor>& v) { return logsumexp(v[0], axes, keepdims); },
+                            reduction_attributes(axes, keepdims));
   const Plan p = plan_for(x, axes, keepdims, "logsumexp");
   bool any_dead = false;  // an output whose inputs are all -inf (or that reduces nothing): log(0) = -inf
   Tensor shift_kept;      // the max per output, 0 where it is -inf: the backward's constant shift

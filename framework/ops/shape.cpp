@@ -169,7 +169,8 @@ Strides along_axis_strides(const Tensor& t, const Shape& shape, std::int64_t a) 
 
 Tensor reshape(const Tensor& x, const Shape& shape) {
   if (graph::any_symbolic(x))
-    return graph::record_op("reshape", {x}, [=](const std::vector<Tensor>& v) { return reshape(v[0], shape); });
+    return graph::record_op("reshape", {x}, [=](const std::vector<Tensor>& v) { return reshape(v[0], shape); },
+                            {{"newshape", std::vector<std::int64_t>(shape.begin(), shape.end())}});
   check_defined(x, "reshape");
   Shape target = shape;
   std::int64_t known = 1;
@@ -204,7 +205,8 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
 
 Tensor permute(const Tensor& x, const std::vector<std::int64_t>& axes) {
   if (graph::any_symbolic(x))
-    return graph::record_op("permute", {x}, [=](const std::vector<Tensor>& v) { return permute(v[0], axes); });
+    return graph::record_op("permute", {x}, [=](const std::vector<Tensor>& v) { return permute(v[0], axes); },
+                            {{"axes", axes}});
   check_defined(x, "permute");
   const std::int64_t rank = x.ndim();
   check(std::int64_t(axes.size()) == rank, "permute: expected {} axes for a tensor of shape {}, got {}", rank,
@@ -307,7 +309,8 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape) {
 
 Tensor expand_dims(const Tensor& x, std::int64_t axis) {
   if (graph::any_symbolic(x))
-    return graph::record_op("expand_dims", {x}, [=](const std::vector<Tensor>& v) { return expand_dims(v[0], axis); });
+    return graph::record_op("expand_dims", {x}, [=](const std::vector<Tensor>& v) { return expand_dims(v[0], axis); },
+                            {{"axis", axis}});
   check_defined(x, "expand_dims");
   const std::int64_t a = normalize_axis(axis, x.ndim() + 1, "expand_dims");
   Shape shape = x.shape();
@@ -326,7 +329,8 @@ Tensor expand_dims(const Tensor& x, std::int64_t axis) {
 
 Tensor squeeze(const Tensor& x, std::int64_t axis) {
   if (graph::any_symbolic(x))
-    return graph::record_op("squeeze", {x}, [=](const std::vector<Tensor>& v) { return squeeze(v[0], axis); });
+    return graph::record_op("squeeze", {x}, [=](const std::vector<Tensor>& v) { return squeeze(v[0], axis); },
+                            {{"axis", axis}});
   check_defined(x, "squeeze");
   const std::int64_t a = normalize_axis(axis, x.ndim(), "squeeze");
   check(x.shape()[std::size_t(a)] == 1, "squeeze: axis {} of shape {} has size {}, expected 1", axis, x.shape(),
@@ -372,7 +376,8 @@ Tensor clone(const Tensor& x) {
 
 Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
   if (graph::any_symbolic(xs))
-    return graph::record_op("concat", xs, [axis](const std::vector<Tensor>& v) { return concat(v, axis); });
+    return graph::record_op("concat", xs, [axis](const std::vector<Tensor>& v) { return concat(v, axis); },
+                            {{"axis", axis}});
   check(!xs.empty(), "concat: expected at least one tensor, got an empty list");
   for (std::size_t i = 0; i < xs.size(); ++i) check(xs[i].defined(), "concat: tensor {} is undefined", i);
   const Tensor& first = xs[0];
@@ -406,7 +411,8 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
 
 Tensor stack(const std::vector<Tensor>& xs, std::int64_t axis) {
   if (graph::any_symbolic(xs))
-    return graph::record_op("stack", xs, [axis](const std::vector<Tensor>& v) { return stack(v, axis); });
+    return graph::record_op("stack", xs, [axis](const std::vector<Tensor>& v) { return stack(v, axis); },
+                            {{"axis", axis}});
   check(!xs.empty(), "stack: expected at least one tensor, got an empty list");
   for (std::size_t i = 0; i < xs.size(); ++i) {
     check(xs[i].defined(), "stack: tensor {} is undefined", i);
@@ -468,7 +474,8 @@ std::vector<Tensor> split(const Tensor& x, std::int64_t sections, std::int64_t a
 
 Tensor take(const Tensor& x, const Tensor& indices, std::int64_t axis) {
   if (graph::any_symbolic(x, indices))
-    return graph::record_op("take", {x, indices}, [=](const std::vector<Tensor>& v) { return take(v[0], v[1], axis); });
+    return graph::record_op("take", {x, indices}, [=](const std::vector<Tensor>& v) { return take(v[0], v[1], axis); },
+                            {{"axis", axis}});
   check_defined(x, "take");
   check_indices_tensor(indices, "take");
   const std::int64_t a = normalize_axis(axis, x.ndim(), "take");

@@ -383,7 +383,7 @@ std::vector<Tensor> MultiHeadAttention::record_attention(const Tensor& query, co
   };
   return record_call({query, value, options.key, options.query_mask, options.value_mask, options.key_mask,
                       options.attention_mask},
-                     call, std::move(owner));
+                     call, std::move(owner), {{"use_causal_mask", options.use_causal_mask}});
 }
 
 Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& value,

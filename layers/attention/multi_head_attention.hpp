@@ -121,6 +121,8 @@ class MultiHeadAttention : public Layer {
   std::int64_t value_dim() const { return value_dim_; }
   double dropout() const { return options_.dropout; }
   bool use_bias() const { return options_.use_bias; }
+  /// The options it was made with (saving a model writes them as Keras's config).
+  const MultiHeadAttentionOptions& options() const { return options_; }
   /// The projections; null until the layer is built (gate_dense stays null without use_gate).
   EinsumDense* query_dense() const { return query_dense_; }
   EinsumDense* key_dense() const { return key_dense_; }

@@ -33,6 +33,8 @@ class Dense : public Layer {
   Shape compute_output_shape(const Shape& input_shape) const override;
 
   std::int64_t units() const { return units_; }
+  /// The options it was made with (saving a model writes them as Keras's config).
+  const DenseOptions& options() const { return options_; }
   /// The weights; undefined until the layer is built (bias also without use_bias).
   const Variable& kernel() const { return kernel_; }
   const Variable& bias() const { return bias_; }

@@ -37,6 +37,10 @@ class EinsumDense : public Layer {
   Shape compute_output_shape(const Shape& input_shape) const override;
 
   const std::string& equation() const { return equation_; }
+  /// The output_shape it was made with (without the batch dimension, -1 where taken from the input).
+  const Shape& output_shape() const { return partial_output_shape_; }
+  /// The options it was made with (saving a model writes them as Keras's config).
+  const EinsumDenseOptions& options() const { return options_; }
   /// The weights; undefined until the layer is built.
   const Variable& kernel() const { return kernel_; }
   const Variable& bias() const { return bias_; }

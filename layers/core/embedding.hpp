@@ -35,6 +35,8 @@ class Embedding : public Layer {
 
   std::int64_t input_dim() const { return input_dim_; }
   std::int64_t output_dim() const { return output_dim_; }
+  /// The options it was made with (saving a model writes them as Keras's config).
+  const EmbeddingOptions& options() const { return options_; }
   /// The table; undefined until the layer is built.
   const Variable& embeddings() const { return embeddings_; }
 

@@ -92,6 +92,11 @@ Initializer::Initializer(std::string name, Fn fn) : name_(std::move(name)), fn_(
   check(fn_ != nullptr, "Initializer '{}': no function given", name_);
 }
 
+Initializer::Initializer(std::string name, Fn fn, InitializerArguments arguments)
+    : Initializer(std::move(name), std::move(fn)) {
+  arguments_ = std::move(arguments);
+}
+
 Initializer::Initializer(const char* name) : Initializer(std::string(name != nullptr ? name : "")) {}
 
 Initializer::Initializer(const std::string& name) : Initializer(by_name(name)) {}
@@ -108,15 +113,16 @@ Tensor Initializer::operator()(const Shape& shape, DType dtype, std::optional<Fa
 namespace initializers {
 
 Initializer zeros() {
-  return {"zeros", [](const Shape& s, DType d, const Fans&) { return filled(s, d, 0.0, "zeros"); }};
+  return {"zeros", [](const Shape& s, DType d, const Fans&) { return filled(s, d, 0.0, "zeros"); }, {}};
 }
 
 Initializer ones() {
-  return {"ones", [](const Shape& s, DType d, const Fans&) { return filled(s, d, 1.0, "ones"); }};
+  return {"ones", [](const Shape& s, DType d, const Fans&) { return filled(s, d, 1.0, "ones"); }, {}};
 }
 
 Initializer constant(double value) {
-  return {"constant", [value](const Shape& s, DType d, const Fans&) { return filled(s, d, value, "constant"); }};
+  return {"constant", [value](const Shape& s, DType d, const Fans&) { return filled(s, d, value, "constant"); },
+          {{{"value", value}}, "", "", std::nullopt}};
 }
 
 Initializer random_normal(double mean, double stddev, std::optional<std::uint64_t> seed) {
@@ -124,7 +130,8 @@ Initializer random_normal(double mean, double stddev, std::optional<std::uint64_
   return {"random_normal", [=](const Shape& s, DType d, const Fans&) {
             return sample_tensor(s, d, seed, "random_normal",
                                  [&](random::Generator& g) { return mean + stddev * g.normal(); });
-          }};
+          },
+          {{{"mean", mean}, {"stddev", stddev}}, "", "", seed}};
 }
 
 Initializer random_uniform(double minval, double maxval, std::optional<std::uint64_t> seed) {
@@ -132,7 +139,8 @@ Initializer random_uniform(double minval, double maxval, std::optional<std::uint
   return {"random_uniform", [=](const Shape& s, DType d, const Fans&) {
             return sample_tensor(s, d, seed, "random_uniform",
                                  [&](random::Generator& g) { return g.uniform(minval, maxval); });
-          }};
+          },
+          {{{"minval", minval}, {"maxval", maxval}}, "", "", seed}};
 }
 
 Initializer truncated_normal(double mean, double stddev, std::optional<std::uint64_t> seed) {
@@ -140,7 +148,8 @@ Initializer truncated_normal(double mean, double stddev, std::optional<std::uint
   return {"truncated_normal", [=](const Shape& s, DType d, const Fans&) {
             return sample_tensor(s, d, seed, "truncated_normal",
                                  [&](random::Generator& g) { return mean + stddev * truncated_standard_normal(g); });
-          }};
+          },
+          {{{"mean", mean}, {"stddev", stddev}}, "", "", seed}};
 }
 
 namespace {
@@ -172,7 +181,8 @@ Initializer scaled(std::string name, double scale, const std::string& mode, cons
             const double stddev = std::sqrt(variance) / 0.87962566103423978;
             return sample_tensor(s, d, seed, name,
                                  [&](random::Generator& g) { return stddev * truncated_standard_normal(g); });
-          }};
+          },
+          {{{"scale", scale}}, mode, dist, seed}};
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "framework/tensor/tensor.hpp"
 
@@ -25,10 +27,20 @@ struct Fans {
 /// both by the receptive field prod(shape[:-2]).
 Fans compute_fans(const Shape& shape);
 
+/// What a built-in initializer was made with, by Keras's argument names: what saving a model writes as the
+/// initializer's Keras config.
+struct InitializerArguments {
+  std::vector<std::pair<std::string, double>> numbers;  // mean, stddev, minval, maxval, value, scale
+  std::string mode, distribution;                       // variance_scaling's
+  std::optional<std::uint64_t> seed;
+};
+
 class Initializer {
  public:
   using Fn = std::function<Tensor(const Shape& shape, DType dtype, const Fans& fans)>;
   Initializer(std::string name, Fn fn);
+  /// A built-in initializer: `name` is its Keras function name ("glorot_uniform"), `arguments` its arguments.
+  Initializer(std::string name, Fn fn, InitializerArguments arguments);
   /// One of Keras's names: "glorot_uniform", "glorot_normal", "he_normal", "he_uniform", "lecun_normal",
   /// "lecun_uniform", "zeros", "ones", "random_normal", "random_uniform", "truncated_normal" (unseeded,
   /// default arguments). Unknown names are a loom::Error listing the known ones.
@@ -39,10 +51,13 @@ class Initializer {
   /// [in, out] matrices (EinsumDense) pass their own.
   Tensor operator()(const Shape& shape, DType dtype, std::optional<Fans> fans = {}) const;
   const std::string& name() const { return name_; }
+  /// The arguments of a built-in initializer; none for one made from a function.
+  const std::optional<InitializerArguments>& arguments() const { return arguments_; }
 
  private:
   std::string name_;
   Fn fn_;
+  std::optional<InitializerArguments> arguments_;
 };
 
 namespace initializers {

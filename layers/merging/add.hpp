@@ -4,13 +4,15 @@
 //   L::Add residual;
 //   Tensor y = residual({x, block(x)});
 //
-// As Keras's merge layers: every input has the same batch size; the other axes broadcast (right-aligned,
-// size 1 against any size), and an input of lower rank gets size-1 axes inserted after its batch axis.
+// The inputs follow Keras's merge rules (layers/merging/merge.hpp): one batch size, the other axes broadcast
+// right-aligned, a lower-rank input gets size-1 axes after its batch axis. Without masks on the inputs the output
+// has none; with one on every input it has their OR (Keras).
+#include <memory>
 #include <optional>
 #include <string>
-#include <vector>
+#include <utility>
 
-#include "layers/layer.hpp"
+#include "layers/merging/merge.hpp"
 
 namespace loom::layers {
 
@@ -18,16 +20,15 @@ struct AddOptions {
   std::optional<std::string> name = std::nullopt;
 };
 
-class Add : public Layer {
+class Add : public Merge {
  public:
   explicit Add(AddOptions options = {});
 
-  Tensor operator()(const std::vector<Tensor>& inputs, bool training = false);
-  using Layer::compute_output_shape;  // one input shape: the Layer's (identity)
-  Shape compute_output_shape(const std::vector<Shape>& input_shapes) const;
+  std::string class_name() const override { return "Add"; }
 
- private:
-  void check_inputs(const std::vector<Tensor>& inputs) const;
+ protected:
+  Tensor merge(const std::vector<Tensor>& inputs) override;
+  std::shared_ptr<Layer> move_into_shared() && override { return std::make_shared<Add>(std::move(*this)); }
 };
 
 }  // namespace loom::layers

@@ -47,6 +47,8 @@ class BatchNormalization : public Layer {
 
   /// The channel axis, non-negative, once built.
   std::int64_t axis() const { return axis_; }
+  /// The options it was made with (saving a model writes them as Keras's config).
+  const BatchNormalizationOptions& options() const { return options_; }
 
  protected:
   void build(const Shape& input_shape) override;

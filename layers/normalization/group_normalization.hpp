@@ -38,6 +38,8 @@ class GroupNormalization : public Layer {
 
   /// The number of groups once built (groups = -1 resolved to the channel count).
   std::int64_t groups() const { return groups_; }
+  /// The options it was made with (saving a model writes them as Keras's config).
+  const GroupNormalizationOptions& options() const { return options_; }
 
  protected:
   void build(const Shape& input_shape) override;

@@ -30,6 +30,8 @@ class RMSNormalization : public Layer {
 
   /// The normalized axes, non-negative and sorted, once built.
   const std::vector<std::int64_t>& axes() const { return axes_; }
+  /// The options it was made with (saving a model writes them as Keras's config).
+  const RMSNormalizationOptions& options() const { return options_; }
 
  protected:
   void build(const Shape& input_shape) override;

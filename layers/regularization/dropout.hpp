@@ -35,12 +35,15 @@ class Dropout : public Layer {
   bool supports_masking() const override { return true; }
 
   double rate() const { return rate_; }
+  /// The options it was made with (saving a model writes them as Keras's config).
+  const DropoutOptions& options() const { return options_; }
 
  protected:
   Tensor call(const Tensor& x, bool training) override;
 
  private:
   double rate_;
+  DropoutOptions options_;
   std::optional<Shape> noise_shape_;
   std::optional<random::Generator> generator_;  // set when seeded
 

@@ -21,6 +21,8 @@ class Flatten : public Layer {
   explicit Flatten(FlattenOptions options = {});
 
   Shape compute_output_shape(const Shape& input_shape) const override;
+  /// "channels_last" or "channels_first".
+  std::string data_format() const { return channels_first_ ? "channels_first" : "channels_last"; }
 
  protected:
   Tensor call(const Tensor& x, bool training) override;
