@@ -7,6 +7,7 @@
 #include "framework/graph/symbolic.hpp"
 #include "framework/ops/attention.hpp"
 #include "framework/ops/ops.hpp"
+#include "layers/attention/detail/attention_call.hpp"
 
 namespace loom::layers {
 
@@ -99,42 +100,6 @@ void GroupQueryAttention::check_inputs(const Tensor& query, const Tensor& value,
         query_features_, value_features_, key_features_, query.shape(), value.shape(), key.shape());
 }
 
-Tensor GroupQueryAttention::check_mask(const Tensor& mask, const char* what, const Shape& expected) const {
-  check(mask.dtype() == DType::boolean || mask.dtype() == DType::i64 || is_floating(mask.dtype()),
-        "{}: {} must be boolean or numeric (nonzero = may attend), got {} of shape {}", name(), what, mask.dtype(),
-        mask.shape());
-  check(mask.shape() == expected, "{}: {} must have shape {}, got {}", name(), what, expected, mask.shape());
-  return ops::cast(mask, DType::boolean);
-}
-
-Tensor GroupQueryAttention::explicit_mask(const Tensor& query, const Tensor& value,
-                                          const GroupQueryAttentionCall& o) const {
-  Tensor mask;  // Keras's auto mask: [B, T, 1] & [B, 1, S] & [B, 1, S]
-  auto both = [&](const Tensor& m) { mask = mask.defined() ? ops::logical_and(mask, m) : m; };
-  const std::int64_t batch = query.size(0), t = query.size(1), s = value.size(1);
-  if (o.query_mask.defined()) both(ops::expand_dims(check_mask(o.query_mask, "query_mask", {batch, t}), -1));
-  if (o.value_mask.defined()) both(ops::expand_dims(check_mask(o.value_mask, "value_mask", {batch, s}), -2));
-  if (o.key_mask.defined()) both(ops::expand_dims(check_mask(o.key_mask, "key_mask", {batch, s}), -2));
-  if (!o.attention_mask.defined()) return mask;
-
-  const Tensor& a = o.attention_mask;
-  check(a.dtype() == DType::boolean || a.dtype() == DType::i64 || is_floating(a.dtype()),
-        "{}: attention_mask must be boolean or numeric (nonzero = may attend), got {} of shape {}", name(), a.dtype(),
-        a.shape());
-  const std::int64_t heads = options_.num_query_heads;
-  const bool per_head = a.ndim() == 4;
-  check((a.ndim() >= 2 && a.ndim() <= 3 && broadcasts_to(a.shape(), {batch, t, s})) ||
-            (per_head && broadcasts_to(a.shape(), {batch, heads, t, s})),
-        "{}: attention_mask of shape {} must broadcast to [batch, T, S] = {} (or [batch, num_query_heads, T, S] = "
-        "{}), for query {} and value {}",
-        name(), a.shape(), Shape{batch, t, s}, Shape{batch, heads, t, s}, query.shape(), value.shape());
-  Tensor attention = ops::cast(a, DType::boolean);
-  if (!mask.defined()) return attention;
-  // The auto mask is [B, T, S]-like: put it under a per-head mask's heads axis (Keras would align it
-  // right-to-left there, misplacing the batch axis).
-  return ops::logical_and(attention, per_head ? ops::expand_dims(mask, 1) : mask);
-}
-
 AttentionWithScores GroupQueryAttention::run(const Tensor& query, const Tensor& value_in,
                                              const GroupQueryAttentionCall& given, bool want_scores) {
   check(query.defined() && value_in.defined(), "{}: query and value must be defined tensors", name());
@@ -153,7 +118,8 @@ AttentionWithScores GroupQueryAttention::run(const Tensor& query, const Tensor& 
   }
   check_inputs(query, value_in, key_in);
 
-  const Tensor mask = explicit_mask(query, value_in, o);
+  const Tensor mask =
+      detail::combine_attention_masks(name(), query, value_in, o, options_.num_query_heads, "num_query_heads");
   const Tensor gate = gate_dense_ != nullptr ? (*gate_dense_)(query) : Tensor();
   const std::vector<std::int64_t> heads_first{0, 2, 1, 3};
   const Tensor q = ops::permute((*query_dense_)(query), heads_first);   // [B, Hq, T, h]
@@ -190,44 +156,24 @@ AttentionWithScores GroupQueryAttention::run(const Tensor& query, const Tensor& 
   return {output, scores};
 }
 
-namespace {
-
-bool any_symbolic_input(const Tensor& query, const Tensor& value, const GroupQueryAttentionCall& o) {
-  return graph::any_symbolic(query, value, o.key, o.query_mask, o.value_mask, o.key_mask, o.attention_mask);
-}
-
-}  // namespace
-
 std::vector<Tensor> GroupQueryAttention::record_attention(const Tensor& query, const Tensor& value,
                                                           const GroupQueryAttentionCall& options, bool want_scores,
                                                           std::shared_ptr<Layer> owner) {
-  auto call = [options, want_scores](Layer& self, const std::vector<Tensor>& v, bool training) {
-    GroupQueryAttentionCall o = options;
-    o.key = v[2];
-    o.query_mask = v[3];
-    o.value_mask = v[4];
-    o.key_mask = v[5];
-    o.attention_mask = v[6];
-    o.training = training;
-    auto& gqa = static_cast<GroupQueryAttention&>(self);
-    if (!want_scores) return std::vector<Tensor>{gqa(v[0], v[1], o)};
-    auto [output, scores] = gqa.call_with_scores(v[0], v[1], o);
-    return std::vector<Tensor>{output, scores};
-  };
-  return record_call({query, value, options.key, options.query_mask, options.value_mask, options.key_mask,
-                      options.attention_mask},
-                     call, std::move(owner), {{"use_causal_mask", options.use_causal_mask}});
+  return record_call(detail::attention_node_inputs(query, value, options),
+                     detail::attention_node_call<GroupQueryAttention>(options, want_scores), std::move(owner),
+                     {{"use_causal_mask", options.use_causal_mask}});
 }
 
 Tensor GroupQueryAttention::operator()(const Tensor& query, const Tensor& value,
                                        const GroupQueryAttentionCall& options) & {
-  if (any_symbolic_input(query, value, options)) return record_attention(query, value, options, false, nullptr)[0];
+  if (detail::any_symbolic_input(query, value, options))
+    return record_attention(query, value, options, false, nullptr)[0];
   return run(query, value, options, false).output;
 }
 
 Tensor GroupQueryAttention::operator()(const Tensor& query, const Tensor& value,
                                        const GroupQueryAttentionCall& options) && {
-  if (!any_symbolic_input(query, value, options)) return (*this)(query, value, options);
+  if (!detail::any_symbolic_input(query, value, options)) return (*this)(query, value, options);
   std::shared_ptr<Layer> owned = std::move(*this).move_into_shared();
   auto& self = static_cast<GroupQueryAttention&>(*owned);
   return self.record_attention(query, value, options, false, std::move(owned))[0];
@@ -235,7 +181,7 @@ Tensor GroupQueryAttention::operator()(const Tensor& query, const Tensor& value,
 
 AttentionWithScores GroupQueryAttention::call_with_scores(const Tensor& query, const Tensor& value,
                                                           const GroupQueryAttentionCall& options) {
-  if (any_symbolic_input(query, value, options)) {
+  if (detail::any_symbolic_input(query, value, options)) {
     auto outputs = record_attention(query, value, options, true, nullptr);
     return {outputs[0], outputs[1]};
   }

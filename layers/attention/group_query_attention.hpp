@@ -124,10 +124,6 @@ class GroupQueryAttention : public Layer {
                           bool want_scores);
   void build_from(const Shape& query_shape, const Shape& value_shape, const Shape& key_shape, DType dtype);
   void check_inputs(const Tensor& query, const Tensor& value, const Tensor& key) const;
-  /// Keras's _compute_attention_mask without the causal and window parts (those go to the op as flags):
-  /// [B, T, S]-like or [B, Hq, T, S], undefined when there is no mask.
-  Tensor explicit_mask(const Tensor& query, const Tensor& value, const GroupQueryAttentionCall& options) const;
-  Tensor check_mask(const Tensor& mask, const char* what, const Shape& expected) const;
 
   GroupQueryAttentionOptions options_;
   // Set by build: the feature sizes the kernels were made for.

@@ -10,6 +10,7 @@
 #include "framework/graph/symbolic.hpp"
 #include "framework/ops/attention.hpp"
 #include "framework/ops/ops.hpp"
+#include "layers/attention/detail/attention_call.hpp"
 
 namespace loom::layers {
 
@@ -203,14 +204,6 @@ void MultiHeadAttention::check_inputs(const Tensor& query, const Tensor& value, 
         query_features_, value_features_, key_features_, query.shape(), value.shape(), key.shape());
 }
 
-Tensor MultiHeadAttention::check_mask(const Tensor& mask, const char* what, const Shape& expected) const {
-  check(mask.dtype() == DType::boolean || mask.dtype() == DType::i64 || is_floating(mask.dtype()),
-        "{}: {} must be boolean or numeric (nonzero = may attend), got {} of shape {}", name(), what, mask.dtype(),
-        mask.shape());
-  check(mask.shape() == expected, "{}: {} must have shape {}, got {}", name(), what, expected, mask.shape());
-  return ops::cast(mask, DType::boolean);
-}
-
 Tensor MultiHeadAttention::explicit_mask(const Tensor& query, const Tensor& value,
                                          const MultiHeadAttentionCall& o) const {
   const bool input_masks = o.query_mask.defined() || o.value_mask.defined() || o.key_mask.defined();
@@ -218,38 +211,16 @@ Tensor MultiHeadAttention::explicit_mask(const Tensor& query, const Tensor& valu
         "{}: query_mask, value_mask, key_mask, use_causal_mask and sliding_window need inputs of rank 3 "
         "[batch, seq, features], got query {} and value {}; use attention_mask",
         name(), query.shape(), value.shape());
-  Tensor mask;  // Keras's auto mask: [B, T, 1] & [B, 1, S] & [B, 1, S]
-  auto both = [&](const Tensor& m) { mask = mask.defined() ? ops::logical_and(mask, m) : m; };
-  const std::int64_t batch = query.size(0), t = query.size(1), s = value.size(1);
-  if (o.query_mask.defined()) both(ops::expand_dims(check_mask(o.query_mask, "query_mask", {batch, t}), -1));
-  if (o.value_mask.defined()) both(ops::expand_dims(check_mask(o.value_mask, "value_mask", {batch, s}), -2));
-  if (o.key_mask.defined()) both(ops::expand_dims(check_mask(o.key_mask, "key_mask", {batch, s}), -2));
-  if (!o.attention_mask.defined()) return mask;
-
+  if (rank_ == 3) return detail::combine_attention_masks(name(), query, value, o, options_.num_heads, "heads");
+  if (!o.attention_mask.defined()) return Tensor();
   const Tensor& a = o.attention_mask;
-  check(a.dtype() == DType::boolean || a.dtype() == DType::i64 || is_floating(a.dtype()),
-        "{}: attention_mask must be boolean or numeric (nonzero = may attend), got {} of shape {}", name(), a.dtype(),
-        a.shape());
-  if (rank_ != 3) {
-    // Other ranks: Keras inserts axes at -2*len(attention_axes)-1 up to the scores' rank; checked there.
-    const auto axes = std::int64_t(attention_axes_.size());
-    check(a.ndim() >= 2 * axes && a.ndim() <= rank_ + axes,
-          "{}: attention_mask of shape {} must have between {} and {} dimensions for query {}", name(), a.shape(),
-          2 * axes, rank_ + axes, query.shape());
-    return ops::cast(a, DType::boolean);
-  }
-  const std::int64_t heads = options_.num_heads;
-  const bool per_head = a.ndim() == 4;
-  check((a.ndim() >= 2 && a.ndim() <= 3 && broadcasts_to(a.shape(), {batch, t, s})) ||
-            (per_head && broadcasts_to(a.shape(), {batch, heads, t, s})),
-        "{}: attention_mask of shape {} must broadcast to [batch, T, S] = {} (or [batch, heads, T, S] = {}), for "
-        "query {} and value {}",
-        name(), a.shape(), Shape{batch, t, s}, Shape{batch, heads, t, s}, query.shape(), value.shape());
-  Tensor attention = ops::cast(a, DType::boolean);
-  if (!mask.defined()) return attention;
-  // The auto mask is [B, T, S]-like: put it under a per-head mask's heads axis (Keras would align it
-  // right-to-left there, misplacing the batch axis).
-  return ops::logical_and(attention, per_head ? ops::expand_dims(mask, 1) : mask);
+  detail::check_attention_mask_dtype(name(), a);
+  // Other ranks: Keras inserts axes at -2*len(attention_axes)-1 up to the scores' rank; checked there.
+  const auto axes = std::int64_t(attention_axes_.size());
+  check(a.ndim() >= 2 * axes && a.ndim() <= rank_ + axes,
+        "{}: attention_mask of shape {} must have between {} and {} dimensions for query {}", name(), a.shape(),
+        2 * axes, rank_ + axes, query.shape());
+  return ops::cast(a, DType::boolean);
 }
 
 namespace {
@@ -357,44 +328,24 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
   return {output, scores};
 }
 
-namespace {
-
-bool any_symbolic_input(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& o) {
-  return graph::any_symbolic(query, value, o.key, o.query_mask, o.value_mask, o.key_mask, o.attention_mask);
-}
-
-}  // namespace
-
 std::vector<Tensor> MultiHeadAttention::record_attention(const Tensor& query, const Tensor& value,
                                                          const MultiHeadAttentionCall& options, bool want_scores,
                                                          std::shared_ptr<Layer> owner) {
-  auto call = [options, want_scores](Layer& self, const std::vector<Tensor>& v, bool training) {
-    MultiHeadAttentionCall o = options;
-    o.key = v[2];
-    o.query_mask = v[3];
-    o.value_mask = v[4];
-    o.key_mask = v[5];
-    o.attention_mask = v[6];
-    o.training = training;
-    auto& mha = static_cast<MultiHeadAttention&>(self);
-    if (!want_scores) return std::vector<Tensor>{mha(v[0], v[1], o)};
-    auto [output, scores] = mha.call_with_scores(v[0], v[1], o);
-    return std::vector<Tensor>{output, scores};
-  };
-  return record_call({query, value, options.key, options.query_mask, options.value_mask, options.key_mask,
-                      options.attention_mask},
-                     call, std::move(owner), {{"use_causal_mask", options.use_causal_mask}});
+  return record_call(detail::attention_node_inputs(query, value, options),
+                     detail::attention_node_call<MultiHeadAttention>(options, want_scores), std::move(owner),
+                     {{"use_causal_mask", options.use_causal_mask}});
 }
 
 Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& value,
                                       const MultiHeadAttentionCall& options) & {
-  if (any_symbolic_input(query, value, options)) return record_attention(query, value, options, false, nullptr)[0];
+  if (detail::any_symbolic_input(query, value, options))
+    return record_attention(query, value, options, false, nullptr)[0];
   return run(query, value, options, false).output;
 }
 
 Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& value,
                                       const MultiHeadAttentionCall& options) && {
-  if (!any_symbolic_input(query, value, options)) return (*this)(query, value, options);
+  if (!detail::any_symbolic_input(query, value, options)) return (*this)(query, value, options);
   std::shared_ptr<Layer> owned = std::move(*this).move_into_shared();
   auto& self = static_cast<MultiHeadAttention&>(*owned);
   return self.record_attention(query, value, options, false, std::move(owned))[0];
@@ -402,7 +353,7 @@ Tensor MultiHeadAttention::operator()(const Tensor& query, const Tensor& value,
 
 AttentionWithScores MultiHeadAttention::call_with_scores(const Tensor& query, const Tensor& value,
                                                          const MultiHeadAttentionCall& options) {
-  if (any_symbolic_input(query, value, options)) {
+  if (detail::any_symbolic_input(query, value, options)) {
     auto outputs = record_attention(query, value, options, true, nullptr);
     return {outputs[0], outputs[1]};
   }

@@ -145,7 +145,6 @@ class MultiHeadAttention : public Layer {
   /// Keras's _compute_attention_mask without the causal and window parts: [B, T, S] (or the attention mask's
   /// own broadcastable / [B, heads, T, S] shape), undefined when there is no mask.
   Tensor explicit_mask(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options) const;
-  Tensor check_mask(const Tensor& mask, const char* what, const Shape& expected) const;
   Tensor masked_softmax(const Tensor& scores, const Tensor& mask) const;
 
   MultiHeadAttentionOptions options_;

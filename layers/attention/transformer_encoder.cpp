@@ -100,7 +100,8 @@ Tensor TransformerEncoder::operator()(const Tensor& x, const TransformerEncoderC
 
 Tensor TransformerEncoder::operator()(const Tensor& x, const TransformerEncoderCall& options) & {
   check(x.defined(), "{}: the input is undefined", name());
-  if (graph::any_symbolic(x, options.padding_mask, options.attention_mask)) return record_encoder(x, options, nullptr)[0];
+  if (graph::any_symbolic(x, options.padding_mask, options.attention_mask))
+    return record_encoder(x, options, nullptr)[0];
   maybe_build(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::f32);
   // Checked here, so that the message names this layer rather than its attention child.
   if (options.padding_mask.defined()) {
