@@ -1,7 +1,6 @@
 #include "layers/layer.hpp"
 
 #include <algorithm>
-#include <cctype>
 
 #include "framework/autograd/tape.hpp"
 #include "framework/graph/symbolic.hpp"
@@ -195,19 +194,7 @@ void Layer::set_path(const std::string& parent_path) {
   for (auto& child : layers()) child->set_path(path_);
 }
 
-std::string Layer::class_name() const {
-  std::string out;
-  bool upper = true;
-  for (char c : base_name_) {
-    if (c == '_') {
-      upper = true;
-      continue;
-    }
-    out += upper ? char(std::toupper(static_cast<unsigned char>(c))) : c;
-    upper = false;
-  }
-  return out;
-}
+std::string Layer::class_name() const { return graph::camel_case(base_name_); }
 
 void Layer::remove_layer(const Layer& child) {
   auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c->layer == &child; });

@@ -77,6 +77,17 @@ std::map<std::string, int, std::less<>>& used_names() {
   return names;
 }
 
+/// The name keras.ops gives an op whose loom name differs ("mul" is keras.ops.multiply).
+std::string_view keras_op_name(std::string_view op) {
+  static const std::map<std::string_view, std::string_view> renamed = {
+      {"sub", "subtract"}, {"mul", "multiply"}, {"div", "true_divide"}, {"neg", "negative"},
+      {"pow", "power"},    {"abs", "absolute"}, {"concat", "concatenate"}};
+  const auto it = renamed.find(op);
+  return it == renamed.end() ? op : it->second;
+}
+
+}  // namespace
+
 std::string camel_case(std::string_view snake) {
   std::string out;
   bool upper = true;
@@ -90,17 +101,6 @@ std::string camel_case(std::string_view snake) {
   }
   return out;
 }
-
-/// The name keras.ops gives an op whose loom name differs ("mul" is keras.ops.multiply).
-std::string_view keras_op_name(std::string_view op) {
-  static const std::map<std::string_view, std::string_view> renamed = {
-      {"sub", "subtract"}, {"mul", "multiply"}, {"div", "true_divide"}, {"neg", "negative"},
-      {"pow", "power"},    {"abs", "absolute"}, {"concat", "concatenate"}};
-  const auto it = renamed.find(op);
-  return it == renamed.end() ? op : it->second;
-}
-
-}  // namespace
 
 std::string unique_name(std::string_view base) {
   auto [it, first] = used_names().try_emplace(std::string(base), 0);

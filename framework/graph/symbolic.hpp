@@ -86,6 +86,9 @@ std::vector<Tensor> record(const std::string& name, const std::string& class_nam
 Tensor record_op(const char* op, const std::vector<Tensor>& inputs,
                  std::function<Tensor(const std::vector<Tensor>& values)> function, Attributes attributes = {});
 
+/// Keras's class name for a snake_case name: "multi_head_attention" -> "MultiHeadAttention".
+std::string camel_case(std::string_view snake);
+
 /// Keras's auto-naming, shared by layers and ops: the first `base` gets `base`, the next `base_1`, ...
 /// (per thread).
 std::string unique_name(std::string_view base);
