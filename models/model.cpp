@@ -307,10 +307,13 @@ void Model::compile(CompileOptions options) {
   check(outputs.size() == 1 || metrics.single().empty(),
         "{}.compile: the model has {} outputs [{}]: give metrics as a list per output (MetricsPerOutput) or by "
         "output name (MetricsByOutput), as Keras", name(), outputs.size(), fmt::join(outputs, ", "));
-  per_output(std::optional<std::vector<MetricArg>>(), metrics.per_output(), metrics.by_name(), outputs, name(),
-             "metrics", false, std::vector<MetricArg>());
+  metric_specs_ = outputs.size() == 1 && !metrics.single().empty()
+                      ? std::vector<std::vector<MetricArg>>{metrics.single()}
+                      : per_output(std::optional<std::vector<MetricArg>>(), metrics.per_output(), metrics.by_name(),
+                                   outputs, name(), "metrics", false, std::vector<MetricArg>());
   optimizer_ = options.optimizer.get();
   compile_options_ = std::move(options);
+  loss_specs_ = specs;
   loss_weights_ = weights;
   losses_.clear();
   metrics_.clear();
@@ -327,27 +330,17 @@ void Model::check_compiled(const char* method) const {
 // Strings become functions and metric objects once the first batch shows the shapes they depend on.
 void Model::resolve_compiled(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred) {
   if (!losses_.empty()) return;
-  const std::vector<std::string> outputs = graph_ ? output_names_ : std::vector<std::string>{name()};
-  check(y_pred.size() == outputs.size(), "{}: the model returned {} outputs, expected {}", name(), y_pred.size(),
-        outputs.size());
-  const LossArg& loss = compile_options_.loss;
-  const auto specs = per_output(loss.single(), loss.per_output(), loss.by_name(), outputs, name(), "loss", true,
-                                LossSpec(std::string()));
-  const MetricsArg& metric_args = compile_options_.metrics;
-  const auto metric_lists =
-      outputs.size() == 1 && !metric_args.single().empty()
-          ? std::vector<std::vector<MetricArg>>{metric_args.single()}
-          : per_output(std::optional<std::vector<MetricArg>>(), metric_args.per_output(), metric_args.by_name(),
-                       outputs, name(), "metrics", false, std::vector<MetricArg>());
+  const std::size_t outputs = loss_specs_.size();
+  check(y_pred.size() == outputs, "{}: the model returned {} outputs, expected {}", name(), y_pred.size(), outputs);
   std::vector<LossFunction> losses;
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    if (const auto* fn = std::get_if<LossFunction>(&specs[i]))
+  for (std::size_t i = 0; i < outputs; ++i) {
+    if (const auto* fn = std::get_if<LossFunction>(&loss_specs_[i]))
       losses.push_back(*fn);
     else
-      losses.push_back(loss_by_name(std::get<std::string>(specs[i]), y_true[i].shape(), y_pred[i].shape()));
-    for (const auto& spec : metric_lists[i]) {
+      losses.push_back(loss_by_name(std::get<std::string>(loss_specs_[i]), y_true[i].shape(), y_pred[i].shape()));
+    for (const auto& spec : metric_specs_[i]) {
       auto metric = spec.get() ? spec.get() : metrics::get(spec.name(), y_true[i].shape(), y_pred[i].shape());
-      metric_keys_.push_back(outputs.size() == 1 ? metric->name() : outputs[i] + "_" + metric->name());
+      metric_keys_.push_back(outputs == 1 ? metric->name() : output_names_[i] + "_" + metric->name());
       metric_outputs_.push_back(i);
       metrics_.push_back(std::move(metric));
     }

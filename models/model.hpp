@@ -345,9 +345,12 @@ class Model : public Layer {
   bool compiled_ = false;
   std::shared_ptr<optim::Optimizer> optimizer_;
   CompileOptions compile_options_;
-  // Resolved at the first batch, one per output: the loss, its weight, the metrics and their log keys.
-  std::vector<LossFunction> losses_;
+  // One per output, from compile: the loss given, its weight, the metrics given.
+  std::vector<LossSpec> loss_specs_;
   std::vector<double> loss_weights_;
+  std::vector<std::vector<MetricArg>> metric_specs_;
+  // Resolved at the first batch: the losses, the metrics (output by output), their outputs and log keys.
+  std::vector<LossFunction> losses_;
   std::vector<std::shared_ptr<metrics::Metric>> metrics_;
   std::vector<std::size_t> metric_outputs_;
   std::vector<std::string> metric_keys_;
