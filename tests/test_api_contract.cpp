@@ -130,3 +130,24 @@ TEST_CASE("the models part of the public API contract compiles and runs as writt
   CHECK(opt.iterations() == 1);
   CHECK((simd::active_isa() == "avx512" || simd::active_isa() == "avx2" || simd::active_isa() == "scalar"));
 }
+
+TEST_CASE("the Functional part of the public API contract compiles and runs as written", "[api]") {
+  namespace L = loom::layers;
+  L::reset_layer_names();
+  // DESIGN §2, "Functional API", verbatim.
+  Tensor tokens = L::Input({12}, {.dtype = DType::i64});
+  Tensor e = L::Embedding(50, 16, {.mask_zero = true})(tokens);       // the mask flows to MHA and pooling
+  Tensor att = L::MultiHeadAttention({.num_heads = 2, .key_dim = 8})(e, e);
+  Tensor h = L::LayerNormalization()(e + att);                          // ops on symbolic tensors are graph nodes
+  Tensor probs = L::Dense(3, {.activation = "softmax"})(L::GlobalAveragePooling1D()(h));
+  Model classifier(tokens, probs);
+  classifier.compile({.optimizer = optim::Adam({.learning_rate = 1e-3}), .loss = "sparse_categorical_crossentropy"});
+  L::GroupQueryAttention gqa({.head_dim = 8, .num_query_heads = 4, .num_key_value_heads = 2});
+
+  const Tensor ids = Tensor::from_vector(std::vector<std::int64_t>(4 * 12, 3), Shape{4, 12});
+  const Tensor labels = Tensor::from_vector(std::vector<std::int64_t>{0, 1, 2, 1}, Shape{4});
+  CHECK(classifier.fit(ids, labels, {.epochs = 1, .verbose = 0}).history.at("loss").size() == 1);
+  CHECK(classifier.predict(ids, {.verbose = 0}).shape() == Shape{4, 3});
+  const Tensor seq = Tensor::randn({2, 5, 16}, DType::f32, 3);
+  CHECK(gqa(seq, seq).shape() == Shape{2, 5, 16});
+}
