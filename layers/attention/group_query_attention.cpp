@@ -147,7 +147,8 @@ AttentionWithScores GroupQueryAttention::run(const Tensor& query, const Tensor& 
     attended = both.output;
     scores = both.probabilities;
   } else {
-    attended = ops::scaled_dot_product_attention(q, k, v, attention);
+    attended = detail::attend_uniformly_where_fully_masked(ops::scaled_dot_product_attention(q, k, v, attention), v,
+                                                            attention);
   }
   attended = ops::permute(attended, heads_first);  // [B, T, Hq, h]
   if (gate.defined()) attended = attended * gate;

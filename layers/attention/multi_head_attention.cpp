@@ -225,15 +225,6 @@ Tensor MultiHeadAttention::explicit_mask(const Tensor& query, const Tensor& valu
 
 namespace {
 
-/// [1, 1, t, s]: true where query i may attend key j under the causal and sliding-window rules.
-Tensor structural_mask(std::int64_t t, std::int64_t s, bool causal, std::int64_t window) {
-  Tensor structural = Tensor::zeros({1, 1, t, s}, DType::boolean);
-  bool* allowed = structural.data<bool>();
-  for (std::int64_t i = 0; i < t; ++i)
-    for (std::int64_t j = 0; j < s; ++j)
-      allowed[i * s + j] = (!causal || j <= i) && (window == 0 || std::abs(i - j) < window);
-  return structural;
-}
 
 }  // namespace
 
@@ -294,7 +285,8 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
       o4 = both.output;
       scores = both.probabilities;
     } else {
-      o4 = ops::scaled_dot_product_attention(qh, kh, vh, attention);
+      o4 = detail::attend_uniformly_where_fully_masked(ops::scaled_dot_product_attention(qh, kh, vh, attention), vh,
+                                                       attention);
     }
     attended = ops::permute(o4, heads_first);  // [B, T, N, Hv]
   } else {
@@ -312,7 +304,7 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
             full.shape());
     }
     if (o.use_causal_mask || window > 0) {
-      const Tensor structural = structural_mask(scores.size(-2), scores.size(-1), o.use_causal_mask, window);
+      const Tensor structural = detail::structural_mask(scores.size(-2), scores.size(-1), o.use_causal_mask, window);
       full = full.defined() ? ops::logical_and(full, structural) : structural;
     }
     scores = masked_softmax(scores, full);

@@ -1,5 +1,8 @@
 #include "layers/attention/detail/attention_call.hpp"
 
+#include <cstdlib>
+
+#include "framework/autograd/tape.hpp"
 #include "framework/graph/symbolic.hpp"
 #include "framework/ops/ops.hpp"
 
@@ -49,6 +52,37 @@ Tensor combine_attention_masks(const std::string& layer, const Tensor& query, co
   // The auto mask is [B, T, S]-like: put it under a per-head mask's heads axis (Keras would align it
   // right-to-left there, misplacing the batch axis).
   return ops::logical_and(attention, per_head ? ops::expand_dims(mask, 1) : mask);
+}
+
+Tensor structural_mask(std::int64_t t, std::int64_t s, bool causal, std::int64_t window) {
+  Tensor structural = Tensor::zeros({1, 1, t, s}, DType::boolean);
+  bool* allowed = structural.data<bool>();
+  for (std::int64_t i = 0; i < t; ++i)
+    for (std::int64_t j = 0; j < s; ++j)
+      allowed[i * s + j] = (!causal || j <= i) && (window == 0 || std::abs(i - j) < window);
+  return structural;
+}
+
+Tensor attend_uniformly_where_fully_masked(const Tensor& attended, const Tensor& v,
+                                           const ops::AttentionOptions& attention) {
+  if (!attention.mask.defined() || v.size(2) == 0) return attended;
+  const Tensor has_key = [&] {  // [.., T, 1]: which rows may attend a key; depends on the mask alone
+    NoGradGuard no_grad;
+    Tensor allowed = ops::cast(attention.mask, DType::boolean);
+    if (attention.causal || attention.sliding_window > 0)
+      allowed = ops::logical_and(allowed, structural_mask(attended.size(2), v.size(2), attention.causal,
+                                                          attention.sliding_window));
+    return ops::greater(ops::max(ops::cast(allowed, DType::f32), {-1}, /*keepdims=*/true),
+                        Tensor::scalar(0.0, DType::f32));
+  }();
+  if (ops::min(ops::cast(has_key, DType::f32)).item<double>() > 0.0) return attended;
+  const std::int64_t batch = v.size(0), kv_heads = v.size(1), heads = attended.size(1), dv = v.size(3);
+  Tensor mean = ops::mean(v, {2}, /*keepdims=*/true);  // [B, Hkv, 1, dv]
+  if (kv_heads != heads)  // each key/value head serves its group of query heads
+    mean = ops::reshape(ops::broadcast_to(ops::reshape(mean, {batch, kv_heads, 1, 1, dv}),
+                                          {batch, kv_heads, heads / kv_heads, 1, dv}),
+                        {batch, heads, 1, dv});
+  return ops::where(has_key, attended, mean);
 }
 
 bool any_symbolic_input(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& o) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "framework/ops/attention.hpp"
 #include "layers/attention/multi_head_attention.hpp"
 
 namespace loom::layers::detail {
@@ -16,6 +17,17 @@ namespace loom::layers::detail {
 /// layer in errors, `heads_name` its option for the number of heads.
 Tensor combine_attention_masks(const std::string& layer, const Tensor& query, const Tensor& value,
                                const MultiHeadAttentionCall& call, std::int64_t heads, const char* heads_name);
+
+/// [1, 1, T, S]: true where query i may attend key j under causal (j <= i) and a sliding window (|i - j| < w).
+Tensor structural_mask(std::int64_t t, std::int64_t s, bool causal, std::int64_t window);
+
+/// Keras's fused path (keras.ops.dot_product_attention): a query row that its mask (with causal and the
+/// window) leaves no key attends every key equally (all its logits become the same large negative number),
+/// so its output is the mean of the values; ops::scaled_dot_product_attention gives zeros there. `attended`
+/// [B, H, T, dv] is the op's output for v [B, Hkv, S, dv] (Hkv dividing H) and `attention` its options; it is
+/// returned as is when there is no mask or every row has a key.
+Tensor attend_uniformly_where_fully_masked(const Tensor& attended, const Tensor& v,
+                                           const ops::AttentionOptions& attention);
 
 /// A loom::Error unless the attention_mask is boolean or numeric (nonzero = may attend).
 void check_attention_mask_dtype(const std::string& layer, const Tensor& mask);
