@@ -17,6 +17,7 @@
 #include "models/detail/functional_graph.hpp"
 #include "models/losses.hpp"
 #include "models/progbar.hpp"
+#include "models/saving/keras_weights_h5.hpp"
 #include "models/summary.hpp"
 
 namespace loom::layers {
@@ -765,6 +766,11 @@ std::map<std::string, std::string> variable_name_to_key(const std::vector<std::p
 
 void Model::save_weights(const std::string& path, WeightsOptions options) const {
   check(built(), "{}.save_weights: the model is not built; call it on data or start it with an Input", name());
+  if (models::is_keras_weights_path(path)) {
+    if (data_parallel() && distributed::rank() != 0) return;
+    models::save_keras_weights(*this, path, options.include_optimizer);
+    return;
+  }
   const auto named = named_weights();
   std::vector<std::pair<std::string, Tensor>> tensors;
   for (const auto& [key, var] : named) tensors.emplace_back(key, var.value());
@@ -786,6 +792,11 @@ void Model::save_weights(const std::string& path, WeightsOptions options) const 
 
 void Model::load_weights(const std::string& path, WeightsOptions options) {
   check(built(), "{}.load_weights: the model is not built; call it on data or start it with an Input", name());
+  if (models::is_keras_weights_path(path)) {
+    models::load_keras_weights(*this, path, options.include_optimizer ? models::OptimizerVariables::load
+                                                                      : models::OptimizerVariables::ignore);
+    return;
+  }
   const auto named = named_weights();
   std::map<std::string, Tensor> file;
   for (auto& [key, value] : io::load_safetensors(path)) file.emplace(key, value);

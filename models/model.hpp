@@ -287,10 +287,14 @@ class Model : public Layer {
 
   /// Writes every weight (and optionally the optimizer state) to a .safetensors file, atomically. Names are
   /// the weights' paths below the model, by class rather than by auto-name ("dense_1/kernel"), so a fresh
-  /// instance of the same architecture loads them. Under data_parallel() only rank 0 writes.
+  /// instance of the same architecture loads them. Under data_parallel() only rank 0 writes. A path ending
+  /// in ".weights.h5" gets Keras 3's HDF5 weights file instead (models/saving/keras_weights_h5.hpp), which
+  /// Keras's load_weights reads.
   void save_weights(const std::string& path, WeightsOptions options = {}) const;
-  /// Loads what save_weights wrote. Every name, shape and dtype must match; otherwise a loom::Error lists
-  /// every mismatch and no weight changes. A corrupted or truncated file leaves the model untouched too.
+  /// Loads what save_weights wrote, or a ".weights.h5" file Keras 3 wrote for the same architecture. Every
+  /// name, shape and dtype must match (a .weights.h5 file's floating values convert to the weights' dtype);
+  /// otherwise a loom::Error lists every mismatch and no weight changes. A corrupted or truncated file leaves
+  /// the model untouched too.
   void load_weights(const std::string& path, WeightsOptions options = {});
   /// The names save_weights uses, with the weights they name, in weights() order.
   std::vector<std::pair<std::string, Variable>> named_weights() const;

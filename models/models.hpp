@@ -1,11 +1,12 @@
 #pragma once
 // Models and their training: Model, Sequential, the training loop, losses, metrics, callbacks, the progress
-// bar and the summary.
+// bar, the summary, and Keras's weights files (models/saving/).
 #include "models/callback.hpp"
 #include "models/callbacks.hpp"
 #include "models/losses.hpp"
 #include "models/metrics.hpp"
 #include "models/model.hpp"
 #include "models/progbar.hpp"
+#include "models/saving/keras_weights_h5.hpp"
 #include "models/sequential.hpp"
 #include "models/summary.hpp"

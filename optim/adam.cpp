@@ -26,6 +26,11 @@ std::vector<std::string> Adam::slot_names() const {
   return {"m", "v"};
 }
 
+std::vector<std::vector<std::string>> Adam::keras_slot_order() const {
+  if (amsgrad_) return {{"m", "v"}, {"v_hat"}};
+  return {{"m", "v"}};
+}
+
 void Adam::update_step(const Tensor& gradient, Variable& var, std::vector<Tensor>& slots, double lr) {
   const double t = double(iterations() + 1);
   const double alpha = lr * std::sqrt(1.0 - std::pow(beta_2_, t)) / (1.0 - std::pow(beta_1_, t));

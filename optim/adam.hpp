@@ -32,6 +32,8 @@ class Adam : public Optimizer {
   double epsilon() const { return epsilon_; }
   bool amsgrad() const { return amsgrad_; }
 
+  std::vector<std::vector<std::string>> keras_slot_order() const override;
+
  protected:
   /// For AdamW, which is Adam under another name with weight decay on by default.
   Adam(std::string_view default_name, AdamOptions options);

@@ -111,6 +111,10 @@ class Optimizer {
   /// Restores what state() wrote for the same variables; every name must be present with the same shape and
   /// dtype (loom::Error listing every mismatch otherwise, and nothing changed).
   void load_state(const std::map<std::string, Tensor>& state, const std::vector<Variable>& vars);
+  /// The slot names in the order Keras creates them: one list per call of Keras's add_optimizer_variables,
+  /// whose slots alternate per variable (Adam {{"m", "v"}, {"v_hat"}}: m and v of each variable, then every
+  /// v_hat). Keras's optimizer.variables are iterations, learning_rate (when not a schedule), then these.
+  virtual std::vector<std::vector<std::string>> keras_slot_order() const { return {slot_names()}; }
   /// Number of scalars in the slots (the "Optimizer params" line of summary()).
   std::int64_t count_params() const;
 

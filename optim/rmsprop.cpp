@@ -23,6 +23,12 @@ std::vector<std::string> RMSprop::slot_names() const {
   return names;
 }
 
+std::vector<std::vector<std::string>> RMSprop::keras_slot_order() const {
+  std::vector<std::vector<std::string>> order;  // Keras adds velocities, momentums, average gradients in turn
+  for (const std::string& slot : slot_names()) order.push_back({slot});
+  return order;
+}
+
 void RMSprop::update_step(const Tensor& gradient, Variable& var, std::vector<Tensor>& slots, double lr) {
   Tensor& velocity = slots[0];
   velocity = velocity * rho_ + ops::square(gradient) * (1.0 - rho_);

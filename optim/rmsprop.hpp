@@ -31,6 +31,8 @@ class RMSprop : public Optimizer {
   double epsilon() const { return epsilon_; }
   bool centered() const { return centered_; }
 
+  std::vector<std::vector<std::string>> keras_slot_order() const override;
+
  protected:
   /// Keras's order: "velocity", then "momentum" when momentum > 0, then "average_gradient" when centered.
   std::vector<std::string> slot_names() const override;
