@@ -244,6 +244,8 @@ class Model : public Layer {
 
   /// True for a model built from inputs and outputs.
   bool is_functional() const { return graph_ != nullptr; }
+  /// A Functional model's graph (models/detail/functional_graph.hpp, internal); null for other models.
+  const detail::FunctionalGraph* functional_graph() const { return graph_.get(); }
   /// A Functional model's symbolic inputs and outputs, and the names of its outputs (Keras's output_names:
   /// the keys of named outputs, else the names of the layers that made them).
   const std::vector<Tensor>& inputs() const;
@@ -296,6 +298,11 @@ class Model : public Layer {
   /// otherwise a loom::Error lists every mismatch and no weight changes. A corrupted or truncated file leaves
   /// the model untouched too.
   void load_weights(const std::string& path, WeightsOptions options = {});
+  /// Writes the whole model to a Keras 3 .keras archive (Keras's model.save): its config (Sequential or
+  /// Functional), its weights and, when compiled, its compile settings and optimizer state, so that
+  /// models::load_model (or Keras's keras.saving.load_model) rebuilds it. The file is replaced atomically; the
+  /// path must end in ".keras". models/saving/keras_archive.hpp says what is supported.
+  void save(const std::string& path) const;
   /// The names save_weights uses, with the weights they name, in weights() order.
   std::vector<std::pair<std::string, Variable>> named_weights() const;
 

@@ -44,7 +44,7 @@ end_phase "TSan thread test"
 # The fuzzers run side by side, each on a fresh copy of its corpus: the committed corpus is never written.
 fuzz_dir=build-asan/fuzz-run
 rm -rf "$fuzz_dir"
-targets=(fuzz_load_npy fuzz_safetensors)
+targets=(fuzz_load_npy fuzz_safetensors fuzz_keras_archive)
 pids=()
 for target in "${targets[@]}"; do
   mkdir -p "$fuzz_dir/$target/artifacts"

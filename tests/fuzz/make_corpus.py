@@ -128,6 +128,36 @@ def safetensors_corpus():
                                                                  '[0,4]}}') + b"\x00" * 4)
 
 
+# ---- .keras archives ----
+
+def keras_corpus():
+    """Seeds for fuzz_keras_archive: byte 0 then a whole archive (the fixtures Keras wrote), or byte 1 then a
+    config.json (each fixture's, and edits of it) that the target stores in an archive of its own."""
+    import zipfile
+
+    t = "fuzz_keras_archive"
+    fixtures = os.path.join(HERE, "..", "fixtures", "keras_archives")
+    for name in sorted(os.listdir(fixtures)):
+        if not name.endswith(".keras"):
+            continue
+        with open(os.path.join(fixtures, name), "rb") as f:
+            archive = f.read()
+        stem = name[: -len(".keras")]
+        write(t, f"archive_{stem}", b"\x00" + archive)
+        with zipfile.ZipFile(os.path.join(fixtures, name)) as z:
+            config = z.read("config.json")
+        write(t, f"config_{stem}", b"\x01" + config)
+        if stem == "mlp":
+            write(t, "bad_truncated_archive", b"\x00" + archive[: len(archive) // 2])
+            text = config.decode()
+            write(t, "bad_unknown_class", b"\x01" + text.replace('"Dense"', '"Conv7D"', 1).encode())
+            write(t, "bad_wrong_type", b"\x01" + text.replace('"units": 8', '"units": "8"', 1).encode())
+    write(t, "bad_not_a_zip", b"\x00not a zip")
+    write(t, "bad_deep_json", b"\x01" + b"[" * 2000 + b"]" * 2000)
+    write(t, "bad_not_an_object", b"\x01[1, 2, 3]")
+
+
 if __name__ == "__main__":
     npy_corpus()
     safetensors_corpus()
+    keras_corpus()

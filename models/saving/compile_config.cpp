@@ -1,0 +1,423 @@
+// Keras's compile_config, both ways (keras/src/trainers/trainer.py get_compile_config / compile_from_config,
+// keras/src/optimizers/base_optimizer.py get_config): the optimizer with its hyper-parameters (a schedule for a
+// learning rate), the losses, loss_weights and metrics.
+#include <cmath>
+#include <map>
+#include <set>
+#include <typeinfo>
+#include <utility>
+
+#include <fmt/ranges.h>
+
+#include "models/losses.hpp"
+#include "models/metrics.hpp"
+#include "models/saving/detail/serialization.hpp"
+#include "optim/adam.hpp"
+#include "optim/adamw.hpp"
+#include "optim/rmsprop.hpp"
+#include "optim/schedules.hpp"
+#include "optim/sgd.hpp"
+
+namespace loom::models::detail {
+
+namespace L = loom::layers;
+namespace M = loom::layers::metrics;
+
+namespace {
+
+json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+// ---- the optimizer ----
+
+json schedule_json(const optim::LearningRate& rate, const std::string& what) {
+  const auto& schedule = rate.schedule();
+  json config;
+  std::string class_name;
+  if (const auto* e = schedule.target<optim::ExponentialDecay>()) {
+    const auto& o = e->options();
+    class_name = "ExponentialDecay";
+    config = {{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
+              {"decay_rate", o.decay_rate}, {"staircase", o.staircase}, {"name", class_name}};
+  } else if (const auto* c = schedule.target<optim::CosineDecay>()) {
+    const auto& o = c->options();
+    class_name = "CosineDecay";
+    config = {{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps}, {"alpha", o.alpha},
+              {"name", class_name}, {"warmup_target", optional_number(o.warmup_target)},
+              {"warmup_steps", o.warmup_steps}};
+  } else if (const auto* p = schedule.target<optim::PolynomialDecay>()) {
+    const auto& o = p->options();
+    class_name = "PolynomialDecay";
+    config = {{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
+              {"end_learning_rate", o.end_learning_rate}, {"power", o.power}, {"cycle", o.cycle},
+              {"name", class_name}};
+  } else {
+    throw Error(fmt::format("{}: the learning rate is a C++ function, which a .keras archive cannot hold; use a "
+                            "constant or one of loom's schedules (ExponentialDecay, CosineDecay, PolynomialDecay)",
+                            what));
+  }
+  return {{"module", "keras.optimizers.schedules"}, {"class_name", class_name}, {"config", config},
+          {"registered_name", nullptr}};
+}
+
+optim::LearningRate schedule_from(const json& value, const std::string& what) {
+  if (value.is_number()) {
+    const double lr = value.get<double>();
+    check(std::isfinite(lr) && lr >= 0, "{}: a learning rate must be finite and >= 0, got {}", what, lr);
+    return lr;
+  }
+  expect_object(value, what);
+  const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
+  Reader r(member(value, "config", what), what + " config");
+  r.ignore({"name"});
+  const double initial = r.number("initial_learning_rate", 0.0);
+  const std::int64_t steps = r.integer("decay_steps");
+  optim::LearningRate out = 0.0;
+  if (class_name == "ExponentialDecay") {
+    out = optim::ExponentialDecay({initial, steps, r.number("decay_rate", 0.0), r.boolean("staircase", false)});
+  } else if (class_name == "CosineDecay") {
+    out = optim::CosineDecay({initial, steps, r.number("alpha", 0.0), r.optional_number("warmup_target"),
+                              r.integer("warmup_steps", 0)});
+  } else if (class_name == "PolynomialDecay") {
+    out = optim::PolynomialDecay({initial, steps, r.number("end_learning_rate", 0.0001), r.number("power", 1.0),
+                                  r.boolean("cycle", false)});
+  } else {
+    throw Error(fmt::format("{}: loom has no learning-rate schedule '{}'; it supports ExponentialDecay, "
+                            "CosineDecay and PolynomialDecay", what, class_name));
+  }
+  r.finish();
+  return out;
+}
+
+json optimizer_json(const optim::Optimizer& opt) {
+  const std::string what = fmt::format("optimizer '{}'", opt.name());
+  const auto& base = opt.shared_options();
+  json config = {{"name", opt.name()}};
+  config["learning_rate"] = opt.learning_rate_setting().is_schedule()
+                                ? schedule_json(opt.learning_rate_setting(), what)
+                                : json(opt.learning_rate());
+  config["weight_decay"] = optional_number(base.weight_decay);
+  config["clipnorm"] = optional_number(base.clipnorm);
+  config["global_clipnorm"] = optional_number(base.global_clipnorm);
+  config["clipvalue"] = optional_number(base.clipvalue);
+  config["use_ema"] = false;
+  config["ema_momentum"] = 0.99;
+  config["ema_overwrite_frequency"] = nullptr;
+  config["loss_scale_factor"] = nullptr;
+  config["gradient_accumulation_steps"] = nullptr;
+  std::string class_name;
+  if (const auto* adam = dynamic_cast<const optim::Adam*>(&opt)) {
+    class_name = dynamic_cast<const optim::AdamW*>(&opt) ? "AdamW" : "Adam";
+    config["beta_1"] = adam->beta_1();
+    config["beta_2"] = adam->beta_2();
+    config["epsilon"] = adam->epsilon();
+    config["amsgrad"] = adam->amsgrad();
+  } else if (const auto* sgd = dynamic_cast<const optim::SGD*>(&opt)) {
+    class_name = "SGD";
+    config["momentum"] = sgd->momentum();
+    config["nesterov"] = sgd->nesterov();
+  } else if (const auto* rms = dynamic_cast<const optim::RMSprop*>(&opt)) {
+    class_name = "RMSprop";
+    config["rho"] = rms->rho();
+    config["momentum"] = rms->momentum();
+    config["epsilon"] = rms->epsilon();
+    config["centered"] = rms->centered();
+  } else {
+    throw Error(fmt::format("{}: loom saves the optimizers Adam, AdamW, SGD and RMSprop, not this class", what));
+  }
+  return {{"module", "keras.optimizers"}, {"class_name", class_name}, {"config", config},
+          {"registered_name", nullptr}};
+}
+
+std::shared_ptr<optim::Optimizer> optimizer_from(const json& value, const std::string& what) {
+  if (value.is_string()) {
+    try {
+      return optim::get(value.get<std::string>());
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", what, e.what()));
+    }
+  }
+  expect_object(value, what);
+  const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
+  check(class_name == "Adam" || class_name == "AdamW" || class_name == "SGD" || class_name == "RMSprop",
+        "{}: loom has no optimizer '{}'; it supports Adam, AdamW, SGD and RMSprop", what, class_name);
+  Reader r(member(value, "config", what), what + " (" + class_name + ") config");
+  const std::optional<std::string> name = r.optional_string("name");
+  const json* lr_value = r.find("learning_rate");
+  const std::optional<double> weight_decay = r.optional_number("weight_decay");
+  const std::optional<double> clipnorm = r.optional_number("clipnorm");
+  const std::optional<double> global_clipnorm = r.optional_number("global_clipnorm");
+  const std::optional<double> clipvalue = r.optional_number("clipvalue");
+  r.unsupported_flags({"use_ema"});
+  r.ignore({"ema_momentum", "ema_overwrite_frequency", "is_legacy_optimizer"});  // used only with use_ema
+  r.unsupported({"loss_scale_factor", "gradient_accumulation_steps"});
+  std::shared_ptr<optim::Optimizer> out;
+  if (class_name == "Adam" || class_name == "AdamW") {
+    const double beta_1 = r.number("beta_1", 0.9), beta_2 = r.number("beta_2", 0.999);
+    const double epsilon = r.number("epsilon", 1e-7);
+    const bool amsgrad = r.boolean("amsgrad", false);
+    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
+    if (class_name == "AdamW") {
+      out = std::make_shared<optim::AdamW>(optim::AdamWOptions{lr, weight_decay.value_or(0.004), beta_1, beta_2,
+                                                               epsilon, amsgrad, clipnorm, clipvalue,
+                                                               global_clipnorm, name});
+    } else {
+      out = std::make_shared<optim::Adam>(optim::AdamOptions{lr, beta_1, beta_2, epsilon, amsgrad, weight_decay,
+                                                             clipnorm, clipvalue, global_clipnorm, name});
+    }
+  } else if (class_name == "SGD") {
+    const double momentum = r.number("momentum", 0.0);
+    const bool nesterov = r.boolean("nesterov", false);
+    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.01;
+    out = std::make_shared<optim::SGD>(
+        optim::SGDOptions{lr, momentum, nesterov, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+  } else {
+    const double rho = r.number("rho", 0.9), momentum = r.number("momentum", 0.0);
+    const double epsilon = r.number("epsilon", 1e-7);
+    const bool centered = r.boolean("centered", false);
+    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
+    out = std::make_shared<optim::RMSprop>(optim::RMSpropOptions{lr, rho, momentum, epsilon, centered, weight_decay,
+                                                                 clipnorm, clipvalue, global_clipnorm, name});
+  }
+  r.finish();
+  return out;
+}
+
+// ---- losses ----
+
+/// A Keras loss object with options (keras.losses.SparseCategoricalCrossentropy(from_logits=True), ...): the
+/// function compile receives, which saving recognises and writes back as that object.
+struct KerasLoss {
+  std::string class_name;
+  std::string name;
+  losses::CrossentropyOptions options;
+
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const {
+    if (class_name == "MeanSquaredError") return losses::mean_squared_error(y_true, y_pred);
+    if (class_name == "MeanAbsoluteError") return losses::mean_absolute_error(y_true, y_pred);
+    if (class_name == "BinaryCrossentropy") return losses::binary_crossentropy(y_true, y_pred, options);
+    if (class_name == "CategoricalCrossentropy") return losses::categorical_crossentropy(y_true, y_pred, options);
+    return losses::sparse_categorical_crossentropy(y_true, y_pred, {options.from_logits, options.axis});
+  }
+
+  json to_json() const {
+    json config = {{"name", name}, {"reduction", "sum_over_batch_size"}};
+    if (class_name == "BinaryCrossentropy" || class_name == "CategoricalCrossentropy") {
+      config["from_logits"] = options.from_logits;
+      config["label_smoothing"] = options.label_smoothing;
+      config["axis"] = options.axis;
+    } else if (class_name == "SparseCategoricalCrossentropy") {
+      config["from_logits"] = options.from_logits;
+      config["ignore_class"] = nullptr;
+      if (options.axis != -1) config["axis"] = options.axis;
+    }
+    return {{"module", "keras.losses"}, {"class_name", class_name}, {"config", config}, {"registered_name", nullptr}};
+  }
+};
+
+json loss_json(const L::LossSpec& spec, const std::string& what) {
+  if (const auto* name = std::get_if<std::string>(&spec)) return *name;
+  const auto& function = std::get<L::LossFunction>(spec);
+  if (const auto* keras = function.target<KerasLoss>()) return keras->to_json();
+  throw Error(fmt::format("{}: the loss is a C++ function, which a .keras archive cannot hold; compile with a Keras "
+                          "loss name (\"mse\", \"sparse_categorical_crossentropy\", ...)", what));
+}
+
+L::LossSpec loss_from(const json& value, const std::string& what) {
+  if (value.is_string()) return value.get<std::string>();
+  expect_object(value, what);
+  const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
+  if (class_name == "function") return as_string(member(value, "config", what), what + ": 'config'");
+  static const std::set<std::string> known = {"MeanSquaredError", "MeanAbsoluteError", "BinaryCrossentropy",
+                                              "CategoricalCrossentropy", "SparseCategoricalCrossentropy"};
+  check(known.count(class_name) > 0, "{}: loom has no loss class '{}'; it supports {}", what, class_name,
+        fmt::join(known, ", "));
+  Reader r(member(value, "config", what), what + " (" + class_name + ") config");
+  KerasLoss loss{class_name, r.string("name", ""), {}};
+  const std::string reduction = r.string("reduction", "sum_over_batch_size");
+  check(reduction == "sum_over_batch_size", "{}: loom's losses reduce by the batch mean (sum_over_batch_size), got "
+        "'{}'", r.context(), reduction);
+  r.ignore({"dtype"});
+  if (class_name != "MeanSquaredError" && class_name != "MeanAbsoluteError") {
+    loss.options.from_logits = r.boolean("from_logits", false);
+    loss.options.axis = r.integer("axis", -1);
+  }
+  if (class_name == "BinaryCrossentropy" || class_name == "CategoricalCrossentropy")
+    loss.options.label_smoothing = r.number("label_smoothing", 0.0);
+  if (class_name == "SparseCategoricalCrossentropy") r.unsupported({"ignore_class"});
+  r.finish();
+  return L::LossFunction(std::move(loss));
+}
+
+// ---- metrics ----
+
+json metric_json(const L::MetricArg& metric, const std::string& what) {
+  if (!metric.get()) return metric.name();
+  const M::Metric& m = *metric.get();
+  std::string class_name;
+  json config = {{"name", m.name()}, {"dtype", "float32"}};
+  if (typeid(m) == typeid(M::MeanSquaredError)) class_name = "MeanSquaredError";
+  else if (typeid(m) == typeid(M::MeanAbsoluteError)) class_name = "MeanAbsoluteError";
+  else if (typeid(m) == typeid(M::CategoricalAccuracy)) class_name = "CategoricalAccuracy";
+  else if (typeid(m) == typeid(M::SparseCategoricalAccuracy)) class_name = "SparseCategoricalAccuracy";
+  else if (typeid(m) == typeid(M::BinaryAccuracy)) {
+    class_name = "BinaryAccuracy";
+    config["threshold"] = static_cast<const M::BinaryAccuracy&>(m).threshold();
+  } else {
+    throw Error(fmt::format("{}: the metric '{}' is not one of the metric classes loom saves (MeanSquaredError, "
+                            "MeanAbsoluteError, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy); "
+                            "compile with a Keras metric name", what, m.name()));
+  }
+  return {{"module", "keras.metrics"}, {"class_name", class_name}, {"config", config}, {"registered_name", nullptr}};
+}
+
+L::MetricArg metric_from(const json& value, const std::string& what) {
+  if (value.is_string()) return L::MetricArg(value.get<std::string>());
+  expect_object(value, what);
+  const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
+  if (class_name == "function") return L::MetricArg(as_string(member(value, "config", what), what + ": 'config'"));
+  Reader r(member(value, "config", what), what + " (" + class_name + ") config");
+  const std::string dtype = r.string("dtype", "float32");
+  check(dtype == "float32", "{}: loom's metrics accumulate in double and report float32 like Keras; got dtype '{}'",
+        r.context(), dtype);
+  static const std::map<std::string, std::string> default_names = {
+      {"MeanSquaredError", "mean_squared_error"}, {"MeanAbsoluteError", "mean_absolute_error"},
+      {"CategoricalAccuracy", "categorical_accuracy"}, {"SparseCategoricalAccuracy", "sparse_categorical_accuracy"},
+      {"BinaryAccuracy", "binary_accuracy"}};
+  const auto known = default_names.find(class_name);
+  check(known != default_names.end(), "{}: loom has no metric class '{}'; it supports MeanSquaredError, "
+        "MeanAbsoluteError, BinaryAccuracy, CategoricalAccuracy and SparseCategoricalAccuracy, and metric names",
+        what, class_name);
+  const std::string name = r.string("name", known->second);
+  const double threshold = class_name == "BinaryAccuracy" ? r.number("threshold", 0.5) : 0.5;
+  r.finish();
+  if (class_name == "MeanSquaredError") return L::MetricArg(std::make_shared<M::MeanSquaredError>(name));
+  if (class_name == "MeanAbsoluteError") return L::MetricArg(std::make_shared<M::MeanAbsoluteError>(name));
+  if (class_name == "CategoricalAccuracy") return L::MetricArg(std::make_shared<M::CategoricalAccuracy>(name));
+  if (class_name == "SparseCategoricalAccuracy")
+    return L::MetricArg(std::make_shared<M::SparseCategoricalAccuracy>(name));
+  return L::MetricArg(std::make_shared<M::BinaryAccuracy>(M::BinaryAccuracyOptions{name, threshold}));
+}
+
+json metric_list_json(const std::vector<L::MetricArg>& metrics, const std::string& what) {
+  json out = json::array();
+  for (const auto& m : metrics) out.push_back(metric_json(m, what));
+  return out;
+}
+
+std::vector<L::MetricArg> metric_list_from(const json& value, const std::string& what) {
+  std::vector<L::MetricArg> out;
+  if (value.is_string() || value.is_object()) {
+    out.push_back(metric_from(value, what));
+    return out;
+  }
+  expect_array(value, what);
+  for (std::size_t i = 0; i < value.size(); ++i) out.push_back(metric_from(value[i], fmt::format("{}[{}]", what, i)));
+  return out;
+}
+
+}  // namespace
+
+json serialize_compile(const L::Model& model) {
+  const std::string what = fmt::format("{}: saving the compile settings", model.name());
+  check(model.optimizer() != nullptr, "{}: the model has no optimizer", what);
+  const L::CompileOptions& o = model.compile_options();
+  json config = json::object();
+  config["optimizer"] = optimizer_json(*model.optimizer());
+  const L::LossArg& loss = o.loss;
+  if (loss.single()) {
+    config["loss"] = loss_json(*loss.single(), what);
+  } else if (!loss.per_output().empty()) {
+    json list = json::array();
+    for (const auto& spec : loss.per_output()) list.push_back(loss_json(spec, what));
+    config["loss"] = list;
+  } else {
+    json dict = json::object();
+    for (const auto& [name, spec] : loss.by_name()) dict[name] = loss_json(spec, what);
+    config["loss"] = dict;
+  }
+  if (!o.loss_weights.per_output().empty()) config["loss_weights"] = o.loss_weights.per_output();
+  else if (!o.loss_weights.by_name().empty()) config["loss_weights"] = o.loss_weights.by_name();
+  else config["loss_weights"] = nullptr;
+  const L::MetricsArg& metrics = o.metrics;
+  if (!metrics.single().empty()) {
+    config["metrics"] = metric_list_json(metrics.single(), what);
+  } else if (!metrics.per_output().empty()) {
+    json list = json::array();
+    for (const auto& per : metrics.per_output()) list.push_back(metric_list_json(per, what));
+    config["metrics"] = list;
+  } else if (!metrics.by_name().empty()) {
+    json dict = json::object();
+    for (const auto& [name, per] : metrics.by_name()) dict[name] = metric_list_json(per, what);
+    config["metrics"] = dict;
+  } else {
+    config["metrics"] = nullptr;
+  }
+  config["weighted_metrics"] = nullptr;
+  config["run_eagerly"] = false;
+  config["steps_per_execution"] = 1;
+  config["jit_compile"] = true;
+  return config;
+}
+
+void compile_from_config(L::Model& model, const json& config, const std::string& where) {
+  Reader r(config, where);
+  L::CompileOptions o;
+  o.optimizer = optimizer_from(r.require("optimizer"), r.what("optimizer"));
+  const json& loss = r.require("loss");
+  if (loss.is_array()) {
+    std::vector<L::LossSpec> per_output;
+    for (std::size_t i = 0; i < loss.size(); ++i)
+      per_output.push_back(loss_from(loss[i], fmt::format("{}[{}]", r.what("loss"), i)));
+    o.loss = per_output;
+  } else if (loss.is_object() && !loss.contains("class_name")) {
+    std::map<std::string, L::LossSpec> by_name;
+    for (const auto& [name, spec] : loss.items())
+      by_name.emplace(name, loss_from(spec, fmt::format("{}['{}']", r.what("loss"), name)));
+    o.loss = by_name;
+  } else {
+    const L::LossSpec spec = loss_from(loss, r.what("loss"));
+    if (const auto* name = std::get_if<std::string>(&spec)) o.loss = *name;
+    else o.loss = std::get<L::LossFunction>(spec);
+  }
+  if (const json* w = r.find("loss_weights")) {
+    if (w->is_object()) {
+      std::map<std::string, double> by_name;
+      for (const auto& [name, value] : w->items())
+        by_name.emplace(name, as_double(value, fmt::format("{}['{}']", r.what("loss_weights"), name)));
+      o.loss_weights = by_name;
+    } else {
+      std::vector<double> per_output;
+      const json& list = expect_array(*w, r.what("loss_weights"));
+      for (std::size_t i = 0; i < list.size(); ++i)
+        per_output.push_back(as_double(list[i], fmt::format("{}[{}]", r.what("loss_weights"), i)));
+      o.loss_weights = per_output;
+    }
+  }
+  if (const json* m = r.find("metrics")) {
+    const std::string what = r.what("metrics");
+    if (m->is_object() && !m->contains("class_name")) {
+      L::MetricsByOutput by_name;
+      for (const auto& [name, value] : m->items())
+        by_name.emplace(name, metric_list_from(value, fmt::format("{}['{}']", what, name)));
+      o.metrics = by_name;
+    } else if (m->is_array() && !m->empty() && (*m)[0].is_array()) {
+      L::MetricsPerOutput per_output;
+      for (std::size_t i = 0; i < m->size(); ++i)
+        per_output.push_back(metric_list_from((*m)[i], fmt::format("{}[{}]", what, i)));
+      o.metrics = per_output;
+    } else {
+      o.metrics = metric_list_from(*m, what);
+    }
+  }
+  r.unsupported({"weighted_metrics"});
+  // How Keras executes the steps; loom has one way.
+  r.ignore({"run_eagerly", "steps_per_execution", "jit_compile", "auto_scale_loss"});
+  r.finish();
+  try {
+    model.compile(std::move(o));
+  } catch (const Error& e) {
+    throw Error(fmt::format("{}: {}", where, e.what()));
+  }
+}
+
+}  // namespace loom::models::detail

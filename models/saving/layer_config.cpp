@@ -1,0 +1,892 @@
+// Keras configs of the built-in layer classes, initializers, activations and dtype policies, both ways, and
+// the registry of users' layer classes (keras/src/saving/serialization_lib.py; each layer's get_config).
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string_view>
+#include <typeindex>
+#include <typeinfo>
+#include <utility>
+
+#include <fmt/ranges.h>
+
+#include "layers/activations/activation.hpp"
+#include "layers/activations/softmax.hpp"
+#include "layers/attention/group_query_attention.hpp"
+#include "layers/attention/multi_head_attention.hpp"
+#include "layers/core/dense.hpp"
+#include "layers/core/einsum_dense.hpp"
+#include "layers/core/embedding.hpp"
+#include "layers/core/identity.hpp"
+#include "layers/core/input.hpp"
+#include "layers/merging/add.hpp"
+#include "layers/merging/average.hpp"
+#include "layers/merging/concatenate.hpp"
+#include "layers/merging/maximum.hpp"
+#include "layers/merging/minimum.hpp"
+#include "layers/merging/multiply.hpp"
+#include "layers/merging/subtract.hpp"
+#include "layers/normalization/batch_normalization.hpp"
+#include "layers/normalization/group_normalization.hpp"
+#include "layers/normalization/layer_normalization.hpp"
+#include "layers/normalization/rms_normalization.hpp"
+#include "layers/pooling/global_average_pooling1d.hpp"
+#include "layers/pooling/global_max_pooling1d.hpp"
+#include "layers/regularization/dropout.hpp"
+#include "layers/reshaping/flatten.hpp"
+#include "layers/reshaping/permute.hpp"
+#include "layers/reshaping/repeat_vector.hpp"
+#include "layers/reshaping/reshape.hpp"
+#include "models/saving/detail/serialization.hpp"
+
+namespace loom::models {
+
+namespace detail {
+
+namespace L = loom::layers;
+using L::Initializer;
+using L::Layer;
+
+namespace {
+
+// ---- initializers ----
+
+std::string camel_case(std::string_view snake) {
+  std::string out;
+  bool upper = true;
+  for (char c : snake) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper ? char(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return out;
+}
+
+/// Keras's initializer classes loom has: the class name and the loom function name.
+const std::map<std::string, std::string, std::less<>>& initializer_classes() {
+  static const std::map<std::string, std::string, std::less<>> table = {
+      {"Zeros", "zeros"},
+      {"Ones", "ones"},
+      {"Constant", "constant"},
+      {"RandomNormal", "random_normal"},
+      {"RandomUniform", "random_uniform"},
+      {"TruncatedNormal", "truncated_normal"},
+      {"VarianceScaling", "variance_scaling"},
+      {"GlorotUniform", "glorot_uniform"},
+      {"GlorotNormal", "glorot_normal"},
+      {"HeNormal", "he_normal"},
+      {"HeUniform", "he_uniform"},
+      {"LecunNormal", "lecun_normal"},
+      {"LecunUniform", "lecun_uniform"},
+  };
+  return table;
+}
+
+bool is_variance_scaling_preset(std::string_view loom_name) {
+  return loom_name.starts_with("glorot_") || loom_name.starts_with("he_") || loom_name.starts_with("lecun_");
+}
+
+Initializer initializer_from_config(const json& value, const std::string& what) {
+  if (value.is_string()) {
+    // Keras accepts the function names ("glorot_uniform") and the class names ("GlorotUniform").
+    const std::string name = value.get<std::string>();
+    const auto& classes = initializer_classes();
+    const auto it = classes.find(name);
+    try {
+      return Initializer(it != classes.end() ? it->second : name);
+    } catch (const Error& e) {
+      throw Error(fmt::format("{}: {}", what, e.what()));
+    }
+  }
+  expect_object(value, what);
+  const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
+  const auto& classes = initializer_classes();
+  const auto it = classes.find(class_name);
+  if (it == classes.end()) {
+    std::vector<std::string> known;
+    for (const auto& [name, fn] : classes) known.push_back(name);
+    throw Error(fmt::format("{}: loom has no initializer class '{}'; it supports {}", what, class_name,
+                            fmt::join(known, ", ")));
+  }
+  const std::string& fn = it->second;
+  const json empty = json::object();
+  Reader r(value.contains("config") ? member(value, "config", what) : empty, what + " config");
+  r.ignore({"dtype"});
+  Initializer out = L::initializers::zeros();
+  if (fn == "zeros") {
+    out = L::initializers::zeros();
+  } else if (fn == "ones") {
+    out = L::initializers::ones();
+  } else if (fn == "constant") {
+    out = L::initializers::constant(r.number("value", 0.0));
+  } else if (fn == "random_normal" || fn == "truncated_normal") {
+    const double mean = r.number("mean", 0.0), stddev = r.number("stddev", 0.05);
+    const auto seed = r.seed();
+    out = fn == "random_normal" ? L::initializers::random_normal(mean, stddev, seed)
+                                : L::initializers::truncated_normal(mean, stddev, seed);
+  } else if (fn == "random_uniform") {
+    const double minval = r.number("minval", -0.05), maxval = r.number("maxval", 0.05);
+    out = L::initializers::random_uniform(minval, maxval, r.seed());
+  } else {
+    r.unsupported({"input_axes", "output_axes"});
+    const auto seed = r.seed();
+    if (fn == "variance_scaling") {
+      const double scale = r.number("scale", 1.0);
+      const std::string mode = r.string("mode", "fan_in");
+      const std::string distribution = r.string("distribution", "truncated_normal");
+      out = L::initializers::variance_scaling(scale, mode, distribution, seed);
+    } else {
+      static const std::map<std::string, Initializer (*)(std::optional<std::uint64_t>), std::less<>> presets = {
+          {"glorot_uniform", L::initializers::glorot_uniform}, {"glorot_normal", L::initializers::glorot_normal},
+          {"he_normal", L::initializers::he_normal},           {"he_uniform", L::initializers::he_uniform},
+          {"lecun_normal", L::initializers::lecun_normal},     {"lecun_uniform", L::initializers::lecun_uniform}};
+      out = presets.at(fn)(seed);
+    }
+  }
+  r.finish();
+  return out;
+}
+
+json initializer_to_config(const Initializer& initializer, const std::string& what) {
+  const auto& arguments = initializer.arguments();
+  check(arguments.has_value(), "{}: the initializer '{}' is a C++ function, which a .keras archive cannot hold; "
+        "use one of loom's initializers (layers/initializers/initializers.hpp)", what, initializer.name());
+  json config = json::object();
+  const std::string& fn = initializer.name();
+  const auto seed = arguments->seed ? json(*arguments->seed) : json(nullptr);
+  if (fn == "random_normal" || fn == "truncated_normal" || fn == "random_uniform") config["seed"] = seed;
+  if (is_variance_scaling_preset(fn)) {
+    config["seed"] = seed;
+  } else {
+    for (const auto& [key, value] : arguments->numbers) config[key] = value;
+  }
+  if (fn == "variance_scaling") {
+    config["seed"] = seed;
+    config["mode"] = arguments->mode;
+    config["distribution"] = arguments->distribution;
+  }
+  if (fn == "variance_scaling" || is_variance_scaling_preset(fn)) {
+    config["input_axes"] = nullptr;
+    config["output_axes"] = nullptr;
+  }
+  return {{"module", "keras.initializers"}, {"class_name", camel_case(fn)}, {"config", config},
+          {"registered_name", nullptr}};
+}
+
+Initializer read_initializer(Reader& r, std::string_view key, const char* fallback) {
+  const json* v = r.find(key);
+  return v ? initializer_from_config(*v, r.what(key)) : Initializer(fallback);
+}
+
+/// An activation by name; "" when null or missing.
+std::string read_activation(Reader& r, std::string_view key) {
+  const json* v = r.find(key);
+  if (!v) return "";
+  check(v->is_string(), "{}: loom reads activations given by name (\"relu\"), got {}", r.what(key), describe(*v));
+  std::string name = v->get<std::string>();
+  L::activations::get(name, r.what(key));  // an unknown name fails here, naming the key
+  return name;
+}
+
+// ---- dtype policies ----
+
+json dtype_policy(DType dtype) {
+  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", keras_dtype_name(dtype)}}},
+          {"registered_name", nullptr}};
+}
+
+/// A layer's "dtype": null (float32), a name, or a serialized DTypePolicy. loom's layers compute in
+/// float32 or float64.
+DType dtype_policy_from(const json* value, const std::string& what) {
+  if (value == nullptr) return DType::f32;
+  std::string name;
+  if (value->is_string()) {
+    name = value->get<std::string>();
+  } else {
+    expect_object(*value, what);
+    const std::string class_name = as_string(member(*value, "class_name", what), what + ": 'class_name'");
+    check(class_name == "DTypePolicy" || class_name == "FloatDTypePolicy", "{}: loom supports the dtype policies "
+          "float32 and float64, got a {}", what, class_name);
+    const json& config = member(*value, "config", what);
+    name = as_string(member(config, "name", what + " config"), what + " config: 'name'");
+  }
+  check(name == "float32" || name == "float64", "{}: loom supports the dtype policies float32 and float64, got "
+        "'{}'", what, name);
+  return name == "float64" ? DType::f64 : DType::f32;
+}
+
+// ---- the built-in classes ----
+
+json axes_json(const Axes& axes) {
+  if (axes.size() == 1) return axes[0];
+  return json(std::vector<std::int64_t>(axes.begin(), axes.end()));
+}
+
+Axes axes_from(Reader& r, std::string_view key, std::int64_t fallback) {
+  const json* v = r.find(key);
+  if (!v) return fallback;
+  const auto axes = r.int_or_ints(*v, key);
+  check(!axes.empty(), "{}: an empty list of axes", r.what(key));
+  return Axes(axes);
+}
+
+std::string activation_json(const std::string& name) { return name.empty() ? "linear" : name; }
+
+/// The keys of Dense and EinsumDense that loom has no counterpart for: null in every archive loom reads.
+constexpr std::array<std::string_view, 6> kKernelBiasExtras = {"kernel_regularizer", "bias_regularizer",
+                                                              "activity_regularizer", "kernel_constraint",
+                                                              "bias_constraint", "quantization_config"};
+
+void kernel_bias_extras_unsupported(Reader& r) {
+  r.unsupported({kKernelBiasExtras[0], kKernelBiasExtras[1], kKernelBiasExtras[2], kKernelBiasExtras[3],
+                 kKernelBiasExtras[4], kKernelBiasExtras[5]});
+}
+
+template <class T>
+const T& as(const Layer& layer) {
+  return static_cast<const T&>(layer);
+}
+
+struct BuiltinClass {
+  std::string class_name;
+  std::type_index type;
+  CallStyle style;
+  /// Makes the layer from its config; the name is given, the common keys already read.
+  std::function<std::shared_ptr<Layer>(Reader& r, const std::string& name)> from_config;
+  /// Adds the class's own keys to `config` (which holds name, trainable, dtype).
+  std::function<void(const Layer& layer, json& config, const std::string& what)> to_config;
+};
+
+std::vector<BuiltinClass> make_builtin_classes() {
+  std::vector<BuiltinClass> out;
+  out.push_back({"Dense", typeid(L::Dense), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   const std::int64_t units = r.integer("units");
+                   L::DenseOptions o;
+                   o.activation = read_activation(r, "activation");
+                   o.use_bias = r.boolean("use_bias", true);
+                   o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
+                   o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
+                   kernel_bias_extras_unsupported(r);
+                   r.unsupported({"lora_rank"});
+                   r.ignore({"lora_alpha"});  // used only with lora_rank
+                   o.name = name;
+                   return std::make_shared<L::Dense>(units, o);
+                 },
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& d = as<L::Dense>(layer);
+                   c["units"] = d.units();
+                   c["activation"] = activation_json(d.options().activation);
+                   c["use_bias"] = d.options().use_bias;
+                   c["kernel_initializer"] = initializer_to_config(d.options().kernel_initializer, what);
+                   c["bias_initializer"] = initializer_to_config(d.options().bias_initializer, what);
+                   for (auto key : kKernelBiasExtras)
+                     if (key != "activity_regularizer") c[std::string(key)] = nullptr;
+                 }});
+  out.push_back({"EinsumDense", typeid(L::EinsumDense), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   const std::string equation = r.string("equation", "");
+                   check(!equation.empty(), "{}: the key 'equation' is missing", r.context());
+                   const json& shape_value = r.require("output_shape");
+                   const Shape output_shape =
+                       shape_value.is_array() ? as_shape(shape_value, r.what("output_shape"))
+                                              : Shape{as_int(shape_value, r.what("output_shape"))};
+                   L::EinsumDenseOptions o;
+                   o.activation = read_activation(r, "activation");
+                   o.bias_axes = r.optional_string("bias_axes");
+                   o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
+                   o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
+                   kernel_bias_extras_unsupported(r);
+                   r.unsupported({"lora_rank"});
+                   r.ignore({"lora_alpha"});
+                   o.name = name;
+                   return std::make_shared<L::EinsumDense>(equation, output_shape, o);
+                 },
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& d = as<L::EinsumDense>(layer);
+                   c["output_shape"] = shape_json(d.output_shape());
+                   c["equation"] = d.equation();
+                   c["activation"] = activation_json(d.options().activation);
+                   c["bias_axes"] = d.options().bias_axes ? json(*d.options().bias_axes) : json(nullptr);
+                   c["kernel_initializer"] = initializer_to_config(d.options().kernel_initializer, what);
+                   c["bias_initializer"] = initializer_to_config(d.options().bias_initializer, what);
+                   for (auto key : kKernelBiasExtras) c[std::string(key)] = nullptr;
+                 }});
+  out.push_back({"Embedding", typeid(L::Embedding), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   const std::int64_t input_dim = r.integer("input_dim"), output_dim = r.integer("output_dim");
+                   L::EmbeddingOptions o;
+                   o.embeddings_initializer = read_initializer(r, "embeddings_initializer", "uniform");
+                   o.mask_zero = r.boolean("mask_zero", false);
+                   r.unsupported({"embeddings_regularizer", "activity_regularizer", "embeddings_constraint",
+                                  "quantization_config"});
+                   r.unsupported({"lora_rank"});
+                   r.ignore({"lora_alpha"});
+                   o.name = name;
+                   return std::make_shared<L::Embedding>(input_dim, output_dim, o);
+                 },
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& e = as<L::Embedding>(layer);
+                   c["input_dim"] = e.input_dim();
+                   c["output_dim"] = e.output_dim();
+                   c["embeddings_initializer"] = initializer_to_config(e.options().embeddings_initializer, what);
+                   c["embeddings_regularizer"] = nullptr;
+                   c["activity_regularizer"] = nullptr;
+                   c["embeddings_constraint"] = nullptr;
+                   c["mask_zero"] = e.options().mask_zero;
+                   c["quantization_config"] = nullptr;
+                 }});
+  out.push_back({"Dropout", typeid(L::Dropout), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   const double rate = as_double(r.require("rate"), r.what("rate"));
+                   L::DropoutOptions o;
+                   o.seed = r.seed();
+                   if (const json* v = r.find("noise_shape")) o.noise_shape = as_shape(*v, r.what("noise_shape"));
+                   o.name = name;
+                   return std::make_shared<L::Dropout>(rate, o);
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   const auto& d = as<L::Dropout>(layer);
+                   c["rate"] = d.rate();
+                   c["seed"] = d.options().seed ? json(*d.options().seed) : json(nullptr);
+                   c["noise_shape"] = d.options().noise_shape ? shape_json(*d.options().noise_shape) : json(nullptr);
+                 }});
+  out.push_back({"Activation", typeid(L::Activation), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   check(r.find("activation") != nullptr, "{}: the key 'activation' is missing", r.context());
+                   return std::make_shared<L::Activation>(read_activation(r, "activation"), L::ActivationOptions{name});
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   c["activation"] = activation_json(as<L::Activation>(layer).activation());
+                 }});
+  out.push_back({"Flatten", typeid(L::Flatten), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   return std::make_shared<L::Flatten>(
+                       L::FlattenOptions{r.string("data_format", "channels_last"), name});
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   c["data_format"] = as<L::Flatten>(layer).data_format();
+                 }});
+  out.push_back({"Reshape", typeid(L::Reshape), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   const json& v = r.require("target_shape");
+                   return std::make_shared<L::Reshape>(r.int_or_ints(v, "target_shape"), L::ReshapeOptions{name});
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   const Shape& s = as<L::Reshape>(layer).target_shape();
+                   c["target_shape"] = std::vector<std::int64_t>(s.begin(), s.end());
+                 }});
+  out.push_back({"LayerNormalization", typeid(L::LayerNormalization), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   L::LayerNormalizationOptions o;
+                   o.axis = axes_from(r, "axis", -1);
+                   o.epsilon = r.number("epsilon", 1e-3);
+                   o.center = r.boolean("center", true);
+                   o.scale = r.boolean("scale", true);
+                   o.rms_scaling = r.boolean("rms_scaling", false);
+                   o.beta_initializer = read_initializer(r, "beta_initializer", "zeros");
+                   o.gamma_initializer = read_initializer(r, "gamma_initializer", "ones");
+                   r.unsupported({"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
+                   o.name = name;
+                   return std::make_shared<L::LayerNormalization>(o);
+                 },
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& n = as<L::LayerNormalization>(layer);
+                   const auto& o = n.options();
+                   c["axis"] = std::vector<std::int64_t>(o.axis.begin(), o.axis.end());  // a list once built
+                   c["epsilon"] = o.epsilon;
+                   c["center"] = o.center;
+                   c["scale"] = o.scale;
+                   c["rms_scaling"] = o.rms_scaling;
+                   c["beta_initializer"] = initializer_to_config(o.beta_initializer, what);
+                   c["gamma_initializer"] = initializer_to_config(o.gamma_initializer, what);
+                   for (auto key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
+                     c[key] = nullptr;
+                 }});
+  out.push_back({"BatchNormalization", typeid(L::BatchNormalization), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   L::BatchNormalizationOptions o;
+                   o.axis = r.integer("axis", -1);
+                   o.momentum = r.number("momentum", 0.99);
+                   o.epsilon = r.number("epsilon", 1e-3);
+                   o.center = r.boolean("center", true);
+                   o.scale = r.boolean("scale", true);
+                   o.beta_initializer = read_initializer(r, "beta_initializer", "zeros");
+                   o.gamma_initializer = read_initializer(r, "gamma_initializer", "ones");
+                   o.moving_mean_initializer = read_initializer(r, "moving_mean_initializer", "zeros");
+                   o.moving_variance_initializer = read_initializer(r, "moving_variance_initializer", "ones");
+                   r.unsupported({"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint",
+                                  "renorm_clipping"});
+                   r.unsupported_flags({"synchronized", "renorm"});
+                   r.ignore({"renorm_momentum"});  // used only with renorm
+                   o.name = name;
+                   return std::make_shared<L::BatchNormalization>(o);
+                 },
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& o = as<L::BatchNormalization>(layer).options();
+                   c["axis"] = o.axis;
+                   c["momentum"] = o.momentum;
+                   c["epsilon"] = o.epsilon;
+                   c["center"] = o.center;
+                   c["scale"] = o.scale;
+                   c["beta_initializer"] = initializer_to_config(o.beta_initializer, what);
+                   c["gamma_initializer"] = initializer_to_config(o.gamma_initializer, what);
+                   c["moving_mean_initializer"] = initializer_to_config(o.moving_mean_initializer, what);
+                   c["moving_variance_initializer"] = initializer_to_config(o.moving_variance_initializer, what);
+                   for (auto key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
+                     c[key] = nullptr;
+                   c["synchronized"] = false;
+                   c["renorm"] = false;
+                   c["renorm_clipping"] = nullptr;
+                   c["renorm_momentum"] = 0.99;
+                 }});
+  out.push_back({"GroupNormalization", typeid(L::GroupNormalization), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   L::GroupNormalizationOptions o;
+                   o.groups = r.integer("groups", 32);
+                   o.axis = r.integer("axis", -1);
+                   o.epsilon = r.number("epsilon", 1e-3);
+                   o.center = r.boolean("center", true);
+                   o.scale = r.boolean("scale", true);
+                   o.beta_initializer = read_initializer(r, "beta_initializer", "zeros");
+                   o.gamma_initializer = read_initializer(r, "gamma_initializer", "ones");
+                   r.unsupported({"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"});
+                   o.name = name;
+                   return std::make_shared<L::GroupNormalization>(o);
+                 },
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& o = as<L::GroupNormalization>(layer).options();
+                   c["groups"] = o.groups;
+                   c["axis"] = o.axis;
+                   c["epsilon"] = o.epsilon;
+                   c["center"] = o.center;
+                   c["scale"] = o.scale;
+                   c["beta_initializer"] = initializer_to_config(o.beta_initializer, what);
+                   c["gamma_initializer"] = initializer_to_config(o.gamma_initializer, what);
+                   for (auto key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
+                     c[key] = nullptr;
+                 }});
+  out.push_back({"RMSNormalization", typeid(L::RMSNormalization), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   L::RMSNormalizationOptions o;
+                   o.axis = axes_from(r, "axis", -1);
+                   o.epsilon = r.number("epsilon", 1e-6);
+                   o.name = name;
+                   return std::make_shared<L::RMSNormalization>(o);
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   const auto& o = as<L::RMSNormalization>(layer).options();
+                   c["axis"] = axes_json(o.axis);
+                   c["epsilon"] = o.epsilon;
+                 }});
+  out.push_back({"MultiHeadAttention", typeid(L::MultiHeadAttention), CallStyle::attention,
+                 [](Reader& r, const std::string& name) {
+                   L::MultiHeadAttentionOptions o;
+                   o.num_heads = r.integer("num_heads");
+                   o.key_dim = r.integer("key_dim");
+                   o.value_dim = r.optional_integer("value_dim");
+                   o.dropout = r.number("dropout", 0.0);
+                   o.use_bias = r.boolean("use_bias", true);
+                   o.use_gate = r.boolean("use_gate", false);
+                   if (const json* v = r.find("output_shape"))
+                     o.output_shape = L::AttentionOutputShape(v->is_array() ? as_shape(*v, r.what("output_shape"))
+                                                                            : Shape{as_int(*v, r.what("output_shape"))});
+                   if (const json* v = r.find("attention_axes")) o.attention_axes = r.int_or_ints(*v, "attention_axes");
+                   o.sliding_window = r.optional_integer("sliding_window");
+                   o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
+                   o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
+                   r.unsupported({"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                                  "kernel_constraint", "bias_constraint"});
+                   o.seed = r.seed();
+                   o.name = name;
+                   return std::make_shared<L::MultiHeadAttention>(o);
+                 },
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& m = as<L::MultiHeadAttention>(layer);
+                   const auto& o = m.options();
+                   c["num_heads"] = o.num_heads;
+                   c["key_dim"] = o.key_dim;
+                   c["value_dim"] = m.value_dim();
+                   c["dropout"] = o.dropout;
+                   c["use_bias"] = o.use_bias;
+                   c["use_gate"] = o.use_gate;
+                   c["output_shape"] = o.output_shape ? shape_json(o.output_shape->dims) : json(nullptr);
+                   c["attention_axes"] = o.attention_axes ? json(*o.attention_axes) : json(nullptr);
+                   c["sliding_window"] = o.sliding_window ? json(*o.sliding_window) : json(nullptr);
+                   c["kernel_initializer"] = initializer_to_config(o.kernel_initializer, what);
+                   c["bias_initializer"] = initializer_to_config(o.bias_initializer, what);
+                   for (auto key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                                    "kernel_constraint", "bias_constraint"})
+                     c[key] = nullptr;
+                   c["seed"] = o.seed ? json(*o.seed) : json(nullptr);
+                 }});
+  out.push_back({"GroupQueryAttention", typeid(L::GroupQueryAttention), CallStyle::attention,
+                 [](Reader& r, const std::string& name) {
+                   L::GroupQueryAttentionOptions o;
+                   o.head_dim = r.integer("head_dim");
+                   o.num_query_heads = r.integer("num_query_heads");
+                   o.num_key_value_heads = r.integer("num_key_value_heads");
+                   o.dropout = r.number("dropout", 0.0);
+                   o.use_bias = r.boolean("use_bias", true);
+                   o.use_gate = r.boolean("use_gate", false);
+                   o.sliding_window = r.optional_integer("sliding_window");
+                   o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
+                   o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
+                   r.unsupported({"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                                  "kernel_constraint", "bias_constraint"});
+                   o.seed = r.seed();
+                   o.name = name;
+                   return std::make_shared<L::GroupQueryAttention>(o);
+                 },
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& o = as<L::GroupQueryAttention>(layer).options();
+                   c["head_dim"] = o.head_dim;
+                   c["num_query_heads"] = o.num_query_heads;
+                   c["num_key_value_heads"] = o.num_key_value_heads;
+                   c["use_bias"] = o.use_bias;
+                   c["use_gate"] = o.use_gate;
+                   c["sliding_window"] = o.sliding_window ? json(*o.sliding_window) : json(nullptr);
+                   c["dropout"] = o.dropout;
+                   c["kernel_initializer"] = initializer_to_config(o.kernel_initializer, what);
+                   c["bias_initializer"] = initializer_to_config(o.bias_initializer, what);
+                   for (auto key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                                    "kernel_constraint", "bias_constraint"})
+                     c[key] = nullptr;
+                   c["seed"] = o.seed ? json(*o.seed) : json(nullptr);
+                 }});
+  const auto no_config = [](const Layer&, json&, const std::string&) {};
+  out.push_back({"Add", typeid(L::Add), CallStyle::merge,
+                 [](Reader&, const std::string& name) { return std::make_shared<L::Add>(L::AddOptions{name}); },
+                 no_config});
+  out.push_back({"Subtract", typeid(L::Subtract), CallStyle::merge,
+                 [](Reader&, const std::string& name) {
+                   return std::make_shared<L::Subtract>(L::SubtractOptions{name});
+                 },
+                 no_config});
+  out.push_back({"Multiply", typeid(L::Multiply), CallStyle::merge,
+                 [](Reader&, const std::string& name) {
+                   return std::make_shared<L::Multiply>(L::MultiplyOptions{name});
+                 },
+                 no_config});
+  out.push_back({"Average", typeid(L::Average), CallStyle::merge,
+                 [](Reader&, const std::string& name) {
+                   return std::make_shared<L::Average>(L::AverageOptions{name});
+                 },
+                 no_config});
+  out.push_back({"Maximum", typeid(L::Maximum), CallStyle::merge,
+                 [](Reader&, const std::string& name) {
+                   return std::make_shared<L::Maximum>(L::MaximumOptions{name});
+                 },
+                 no_config});
+  out.push_back({"Minimum", typeid(L::Minimum), CallStyle::merge,
+                 [](Reader&, const std::string& name) {
+                   return std::make_shared<L::Minimum>(L::MinimumOptions{name});
+                 },
+                 no_config});
+  out.push_back({"Concatenate", typeid(L::Concatenate), CallStyle::merge,
+                 [](Reader& r, const std::string& name) {
+                   return std::make_shared<L::Concatenate>(L::ConcatenateOptions{r.integer("axis", -1), name});
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   c["axis"] = as<L::Concatenate>(layer).axis();
+                 }});
+  out.push_back({"GlobalAveragePooling1D", typeid(L::GlobalAveragePooling1D), CallStyle::masked,
+                 [](Reader& r, const std::string& name) {
+                   L::GlobalAveragePooling1DOptions o;
+                   o.data_format = r.string("data_format", "channels_last");
+                   o.keepdims = r.boolean("keepdims", false);
+                   o.name = name;
+                   return std::make_shared<L::GlobalAveragePooling1D>(o);
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   const auto& p = as<L::GlobalAveragePooling1D>(layer);
+                   c["data_format"] = p.data_format();
+                   c["keepdims"] = p.keepdims();
+                 }});
+  out.push_back({"GlobalMaxPooling1D", typeid(L::GlobalMaxPooling1D), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   L::GlobalMaxPooling1DOptions o;
+                   o.data_format = r.string("data_format", "channels_last");
+                   o.keepdims = r.boolean("keepdims", false);
+                   o.name = name;
+                   return std::make_shared<L::GlobalMaxPooling1D>(o);
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   const auto& p = as<L::GlobalMaxPooling1D>(layer);
+                   c["data_format"] = p.data_format();
+                   c["keepdims"] = p.keepdims();
+                 }});
+  out.push_back({"Softmax", typeid(L::Softmax), CallStyle::masked,
+                 [](Reader& r, const std::string& name) {
+                   return std::make_shared<L::Softmax>(L::SoftmaxOptions{axes_from(r, "axis", -1), name});
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   c["axis"] = axes_json(as<L::Softmax>(layer).axis());
+                 }});
+  out.push_back({"Identity", typeid(L::Identity), CallStyle::single,
+                 [](Reader&, const std::string& name) {
+                   return std::make_shared<L::Identity>(L::IdentityOptions{name});
+                 },
+                 no_config});
+  out.push_back({"Permute", typeid(L::Permute), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   return std::make_shared<L::Permute>(r.int_or_ints(r.require("dims"), "dims"),
+                                                       L::PermuteOptions{name});
+                 },
+                 [](const Layer& layer, json& c, const std::string&) { c["dims"] = as<L::Permute>(layer).dims(); }});
+  out.push_back({"RepeatVector", typeid(L::RepeatVector), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   return std::make_shared<L::RepeatVector>(r.integer("n"), L::RepeatVectorOptions{name});
+                 },
+                 [](const Layer& layer, json& c, const std::string&) { c["n"] = as<L::RepeatVector>(layer).n(); }});
+  return out;
+}
+
+const std::vector<BuiltinClass>& builtin_classes() {
+  static const std::vector<BuiltinClass> classes = make_builtin_classes();
+  return classes;
+}
+
+const BuiltinClass* builtin_by_name(std::string_view class_name) {
+  for (const auto& c : builtin_classes())
+    if (c.class_name == class_name) return &c;
+  return nullptr;
+}
+
+const BuiltinClass* builtin_by_type(const Layer& layer) {
+  for (const auto& c : builtin_classes())
+    if (c.type == std::type_index(typeid(layer))) return &c;
+  return nullptr;
+}
+
+// ---- the registry of users' classes ----
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, LayerClass, std::less<>> classes;
+};
+
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+/// "pkg>Name" -> "Name"; a bare name stays.
+std::string_view bare_class_name(std::string_view registered) {
+  const auto gt = registered.rfind('>');
+  return gt == std::string_view::npos ? registered : registered.substr(gt + 1);
+}
+
+/// The user's class for an entry: custom_objects first (by registered name, then class name), then the
+/// registry (the same order).
+std::optional<LayerClass> find_user_class(const std::string& registered_name, const std::string& class_name,
+                                          const LoadContext& context) {
+  std::vector<std::string> keys;
+  if (!registered_name.empty()) keys.push_back(registered_name);
+  keys.push_back(class_name);
+  if (context.custom_objects)
+    for (const auto& key : keys)
+      if (auto it = context.custom_objects->find(key); it != context.custom_objects->end()) return it->second;
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (const auto& key : keys)
+    if (auto it = r.classes.find(key); it != r.classes.end()) return it->second;
+  return std::nullopt;
+}
+
+/// The registered class (and its registered name) whose class name is `class_name`.
+std::optional<std::pair<std::string, LayerClass>> find_registered_by_class_name(const std::string& class_name) {
+  Registry& r = registry();
+  std::lock_guard lock(r.mutex);
+  for (const auto& [name, layer_class] : r.classes)
+    if (bare_class_name(name) == class_name) return std::pair{name, layer_class};
+  return std::nullopt;
+}
+
+std::string layer_what(const Layer& layer) {
+  return fmt::format("layer '{}' ({})", layer.name(), layer.class_name());
+}
+
+}  // namespace
+
+std::string keras_dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32:
+      return "float32";
+    case DType::f64:
+      return "float64";
+    case DType::i64:
+      return "int64";
+    case DType::boolean:
+      return "bool";
+  }
+  throw Error("keras_dtype_name: unknown dtype");
+}
+
+DType dtype_from_keras(const std::string& name, const std::string& what) {
+  if (name == "float32") return DType::f32;
+  if (name == "float64") return DType::f64;
+  if (name == "int32" || name == "int64") return DType::i64;
+  if (name == "bool") return DType::boolean;
+  throw Error(fmt::format("{}: loom supports the dtypes float32, float64, int32 and int64 (read as int64) and "
+                          "bool, got '{}'", what, name));
+}
+
+CallStyle call_style(const Layer& layer) {
+  if (dynamic_cast<const L::Model*>(&layer) != nullptr) return CallStyle::model;
+  const BuiltinClass* c = builtin_by_type(layer);
+  return c ? c->style : CallStyle::single;
+}
+
+std::vector<std::string> builtin_layer_classes() {
+  std::vector<std::string> out = {"InputLayer", "Functional", "Sequential"};
+  for (const auto& c : builtin_classes()) out.push_back(c.class_name);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+json serialize_layer(const Layer& layer, const std::optional<Shape>& build_input_shape) {
+  const std::string what = layer_what(layer);
+  if (const auto* model = dynamic_cast<const L::Model*>(&layer)) return serialize_model(*model);
+  if (const auto* input = dynamic_cast<const L::Input*>(&layer)) {
+    check(typeid(layer) == typeid(L::Input), "{}: a subclass of Input cannot be saved", what);
+    json config = {{"batch_shape", shape_json(input->batch_shape())},
+                   {"dtype", keras_dtype_name(input->input_dtype().value_or(DType::f32))},
+                   {"sparse", false},
+                   {"ragged", false},
+                   {"name", layer.name()},
+                   {"optional", false}};
+    return {{"module", "keras.layers"}, {"class_name", "InputLayer"}, {"config", config},
+            {"registered_name", nullptr}};
+  }
+  json config = {{"name", layer.name()}, {"trainable", layer.trainable()}, {"dtype", dtype_policy(layer.dtype())}};
+  json entry;
+  if (const BuiltinClass* c = builtin_by_type(layer)) {
+    c->to_config(layer, config, what);
+    entry = {{"module", "keras.layers"}, {"class_name", c->class_name}, {"config", config},
+             {"registered_name", nullptr}};
+  } else {
+    const auto user = find_registered_by_class_name(layer.class_name());
+    if (!user) {
+      const bool builtin_name = builtin_by_name(layer.class_name()) != nullptr;
+      throw Error(fmt::format("{}: {}; register its class with models::register_layer_class (with a get_config) to "
+                              "save it. loom saves these classes by itself: {}", what,
+                              builtin_name ? "a subclass of a built-in layer class has no Keras config of its own"
+                                           : "loom has no Keras config for this class",
+                              fmt::join(builtin_layer_classes(), ", ")));
+    }
+    check(user->second.get_config != nullptr, "{}: the registered class '{}' has no get_config, so it cannot be "
+          "saved", what, user->first);
+    const Config own = user->second.get_config(layer);
+    for (const auto& [key, value] : json_of(own).items()) config[key] = value;
+    entry = {{"module", nullptr}, {"class_name", layer.class_name()}, {"config", config},
+             {"registered_name", user->first}};
+  }
+  if (build_input_shape) entry["build_config"] = {{"input_shape", shape_json(*build_input_shape)}};
+  return entry;
+}
+
+std::shared_ptr<Layer> deserialize_layer(const json& entry, const LoadContext& context, const std::string& where) {
+  expect_object(entry, where);
+  const std::string class_name = as_string(member(entry, "class_name", where), where + ": 'class_name'");
+  if (is_model_entry(entry)) return deserialize_model(entry, context, where);
+  const std::string registered_name =
+      has_value(entry, "registered_name") ? as_string(entry["registered_name"], where + ": 'registered_name'") : "";
+  const json empty = json::object();
+  const json& config = entry.contains("config") ? member(entry, "config", where) : empty;
+  expect_object(config, where + ": 'config'");
+  const std::string name =
+      has_value(config, "name") ? as_string(config["name"], where + ": config 'name'") : L::unique_layer_name("layer");
+  const std::string what = fmt::format("{} '{}' ({}) config", where, name, class_name);
+
+  if (class_name == "InputLayer") {
+    Reader r(config, what);
+    r.find("name");
+    const json* shape = r.find("batch_shape");
+    if (!shape) shape = r.find("batch_input_shape");
+    check(shape != nullptr, "{}: the key 'batch_shape' is missing", what);
+    const Shape batch_shape = as_shape(*shape, r.what("batch_shape"));
+    check(!batch_shape.empty(), "{}: 'batch_shape' must include the batch dimension, got []", what);
+    const DType dtype = dtype_from_keras(r.string("dtype", "float32"), r.what("dtype"));
+    r.unsupported_flags({"sparse", "ragged", "optional"});
+    r.finish();
+    L::InputOptions o;
+    if (batch_shape[0] >= 0) o.batch_size = batch_shape[0];
+    o.dtype = dtype;
+    o.name = name;
+    return std::make_shared<L::Input>(Shape(batch_shape.begin() + 1, batch_shape.end()), o);
+  }
+
+  const BuiltinClass* builtin = builtin_by_name(class_name);
+  // A registered class of the same name takes precedence only when the entry says it is a custom one.
+  const auto user = builtin && registered_name.empty() ? std::nullopt
+                                                       : find_user_class(registered_name, class_name, context);
+  std::shared_ptr<Layer> layer;
+  bool trainable = true;
+  if (user) {
+    check(user->from_config != nullptr, "{}: the registered class has no from_config", what);
+    Config c = config_of(config, what);
+    layer = user->from_config(c);
+    check(layer != nullptr, "{}: from_config returned no layer", what);
+    check(layer->name() == name, "{}: from_config made a layer named '{}', but the config names it '{}': give the "
+          "layer config.get_string(\"name\") as its name", what, layer->name(), name);
+    if (has_value(config, "trainable")) trainable = as_bool(config["trainable"], what + ": 'trainable'");
+  } else {
+    if (!builtin) {
+      std::vector<std::string> known = builtin_layer_classes();
+      const auto ops = builtin_op_classes();
+      throw Error(fmt::format("{}: loom has no layer class '{}'{}. loom supports the layer classes {}, and the ops "
+                              "{}; register other layer classes with models::register_layer_class or pass them in "
+                              "LoadModelOptions::custom_objects", where, class_name,
+                              registered_name.empty() ? "" : fmt::format(" (registered as '{}')", registered_name),
+                              fmt::join(known, ", "), fmt::join(ops, ", ")));
+    }
+    Reader r(config, what);
+    r.find("name");
+    trainable = r.boolean("trainable", true);
+    dtype_policy_from(r.find("dtype"), r.what("dtype"));
+    layer = builtin->from_config(r, name);
+    r.finish();
+  }
+  if (!trainable) layer->set_trainable(false);
+  return layer;
+}
+
+DType layer_dtype_policy(const json& entry, const std::string& where) {
+  if (!entry.is_object() || !entry.contains("config") || !entry["config"].is_object()) return DType::f32;
+  const json& config = entry["config"];
+  const auto it = config.find("dtype");
+  return dtype_policy_from(it == config.end() || it->is_null() ? nullptr : &*it, where + ": config 'dtype'");
+}
+
+}  // namespace detail
+
+void register_layer_class(const std::string& name, LayerClass layer_class) {
+  check(!name.empty(), "register_layer_class: the name is empty");
+  check(layer_class.from_config != nullptr, "register_layer_class('{}'): from_config is required", name);
+  const std::string_view bare = detail::bare_class_name(name);
+  check(!bare.empty(), "register_layer_class('{}'): no class name after '>'", name);
+  const auto builtin = detail::builtin_layer_classes();
+  check(std::find(builtin.begin(), builtin.end(), bare) == builtin.end(), "register_layer_class('{}'): '{}' is a "
+        "built-in layer class; give your class another name", name, bare);
+  detail::Registry& r = detail::registry();
+  std::lock_guard lock(r.mutex);
+  r.classes[name] = std::move(layer_class);
+}
+
+bool unregister_layer_class(const std::string& name) {
+  detail::Registry& r = detail::registry();
+  std::lock_guard lock(r.mutex);
+  return r.classes.erase(name) > 0;
+}
+
+std::vector<std::string> builtin_layer_classes() { return detail::builtin_layer_classes(); }
+
+}  // namespace loom::models
