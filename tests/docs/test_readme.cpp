@@ -2,10 +2,14 @@
 // Keep them in sync with the README's sections named in each test.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
+#include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
+#include "examples/keras_interop/position_embedding.hpp"
 #include "loom.hpp"
 #include "tests/temp_files.hpp"
 
@@ -45,9 +49,9 @@ TEST_CASE("README section Keras in C++ compiles and trains", "[docs]") {
                                      .epochs = 30,
                                      .validation_split = 0.2});
   model.evaluate(x_test, y_test);
-  model.save_weights("mlp.safetensors");
+  model.save_weights("mlp.weights.h5");
   // ---- end ----
-  std::remove("mlp.safetensors");
+  CHECK(std::filesystem::exists("mlp.weights.h5"));
   CHECK(history.history.at("val_accuracy").back() > 0.95);
   CHECK(printed.str().find("Epoch 30/30") != std::string::npos);
 }
@@ -66,4 +70,33 @@ TEST_CASE("README section Autograd you can check compiles and verifies the gradi
   // ---- end ----
   CHECK(g[0].shape() == Shape{3, 2});
   CHECK(check.ok);
+}
+
+TEST_CASE("README section Bring your Keras model loads, fine-tunes and saves a Keras archive", "[docs][saving]") {
+  using loom_example::position_embedding_class;
+  const loom::testing::TempWorkingDirectory cwd("readme-keras");
+  // The archive Keras wrote for tests/models/test_keras_archive.cpp: token ids [batch, 8] below 30, 3 classes.
+  std::filesystem::copy_file(std::string(LOOM_FIXTURES_DIR) + "/keras_archives/text_classifier.keras",
+                             "text_classifier.keras");
+  std::vector<std::int64_t> ids, labels;
+  for (std::int64_t i = 0; i < 16 * 8; ++i) ids.push_back(1 + (i * 7) % 29);
+  for (std::int64_t i = 0; i < 16; ++i) labels.push_back(i % 3);
+  const Tensor x_train = Tensor::from_vector(ids, Shape{16, 8}), y_train = Tensor::from_vector(labels, Shape{16});
+  const Tensor &x_test = x_train, &y_test = y_train;
+  std::ostringstream printed;
+  struct Redirect {
+    std::streambuf* console;
+    ~Redirect() { std::cout.rdbuf(console); }
+  } redirect{std::cout.rdbuf(printed.rdbuf())};
+
+  // ---- README ----
+  models::register_layer_class("loom_example>PositionEmbedding", position_embedding_class());  // a custom layer
+  auto model = models::load_model("text_classifier.keras");   // built, weights loaded, compiled as saved
+  model->evaluate(x_test, y_test);
+  model->fit(x_train, y_train, {.epochs = 4});                // Keras's Adam goes on from its saved state
+  model->save("loom_finetuned.keras");                        // keras.saving.load_model opens it
+  // ---- end ----
+  models::unregister_layer_class("loom_example>PositionEmbedding");
+  CHECK(printed.str().find("Epoch 4/4") != std::string::npos);
+  CHECK(std::filesystem::exists("loom_finetuned.keras"));
 }

@@ -3,7 +3,6 @@
 // Keras's fit does, save from loom and load back identically; hostile archives are loom::Errors.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
 #include <zip.h>
 
 #include <cstdio>
@@ -19,8 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "examples/keras_interop/position_embedding.hpp"
 #include "loom.hpp"
 #include "tests/fixture_reader.hpp"
+#include "tests/temp_files.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
@@ -31,75 +32,17 @@ using json = nlohmann::ordered_json;
 
 namespace {
 
-/// The fixtures' custom layer (Keras: @register_keras_serializable(package="loom_example")): adds a learned
-/// embedding of each position, [sequence_length, output_dim], and passes the mask on.
-class PositionEmbedding : public L::Layer {
- public:
-  PositionEmbedding(std::int64_t sequence_length, std::int64_t output_dim, std::optional<std::string> name = {})
-      : Layer("position_embedding", std::move(name)), sequence_length_(sequence_length), output_dim_(output_dim) {}
-  std::string class_name() const override { return "PositionEmbedding"; }
-  bool supports_masking() const override { return true; }
-  std::int64_t sequence_length() const { return sequence_length_; }
-  std::int64_t output_dim() const { return output_dim_; }
-
- protected:
-  void build(const Shape&) override {
-    embeddings_ = add_weight("embeddings", {sequence_length_, output_dim_}, "random_normal");
-  }
-  Tensor call(const Tensor& x, bool) override {
-    return x + ops::slice(embeddings_, 0, 0, x.shape()[1]).reshape({1, x.shape()[1], output_dim_});
-  }
-  std::shared_ptr<Layer> move_into_shared() && override {
-    return std::make_shared<PositionEmbedding>(std::move(*this));
-  }
-
- private:
-  std::int64_t sequence_length_, output_dim_;
-  Variable embeddings_;
-};
-
-models::LayerClass position_embedding_class() {
-  return {.from_config =
-              [](const models::Config& c) {
-                return std::make_shared<PositionEmbedding>(c.get_int("sequence_length"), c.get_int("output_dim"),
-                                                           c.get_string("name"));
-              },
-          .get_config =
-              [](const L::Layer& layer) {
-                const auto& p = dynamic_cast<const PositionEmbedding&>(layer);
-                models::Config c;
-                c.set_int("sequence_length", p.sequence_length());
-                c.set_int("output_dim", p.output_dim());
-                return c;
-              }};
-}
-
 /// Registers the custom class for one test.
 struct RegisteredPositionEmbedding {
   RegisteredPositionEmbedding() {
-    models::register_layer_class("loom_example>PositionEmbedding", position_embedding_class());
+    models::register_layer_class(loom_example::position_embedding_name, loom_example::position_embedding_class());
   }
-  ~RegisteredPositionEmbedding() { models::unregister_layer_class("loom_example>PositionEmbedding"); }
+  ~RegisteredPositionEmbedding() { models::unregister_layer_class(loom_example::position_embedding_name); }
 };
 
 DType dtype_of(const std::string& keras) { return keras.rfind("int", 0) == 0 ? DType::i64 : DType::f32; }
 
 std::string fixture_path(const std::string& relative) { return std::string(LOOM_FIXTURES_DIR) + "/" + relative; }
-
-/// A fresh folder under the system's temporary folder, removed with this.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / fmt::format("loom_keras_archive_{}", std::uint64_t(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 /// The members of a zip file, by name.
 std::map<std::string, std::string> read_zip(const std::string& path) {
@@ -199,10 +142,10 @@ TEST_CASE("load_model rebuilds Keras's archives: layers, configs and compile set
                                           "layer_normalization", "dropout_1", "global_average_pooling1d",
                                           "dense_2"});
   CHECK(dynamic_cast<const L::Embedding&>(*text->get_layer("embedding")).options().mask_zero);
-  CHECK(dynamic_cast<const PositionEmbedding*>(text->get_layer("position_embedding").get()) != nullptr);
+  CHECK(dynamic_cast<const loom_example::PositionEmbedding*>(text->get_layer("position_embedding").get()) != nullptr);
   CHECK(text->summary_string().find("add (Add)") != std::string::npos);
 
-  auto unregistered = [] { models::unregister_layer_class("loom_example>PositionEmbedding"); };
+  auto unregistered = [] { models::unregister_layer_class(loom_example::position_embedding_name); };
   unregistered();
   try {
     models::load_model(fixture_path("keras_archives/text_classifier.keras"));
@@ -214,15 +157,15 @@ TEST_CASE("load_model rebuilds Keras's archives: layers, configs and compile set
   }
   // Passed for one load, as Keras's custom_objects.
   auto with_objects = models::load_model(fixture_path("keras_archives/text_classifier.keras"),
-                                         {.custom_objects = {{"loom_example>PositionEmbedding",
-                                                              position_embedding_class()}}});
+                                         {.custom_objects = {{loom_example::position_embedding_name,
+                                                              loom_example::position_embedding_class()}}});
   CHECK(with_objects->layers().size() == 8);
-  models::register_layer_class("loom_example>PositionEmbedding", position_embedding_class());
+  models::register_layer_class(loom_example::position_embedding_name, loom_example::position_embedding_class());
 }
 
 TEST_CASE("Model::save writes what load_model reads back identically", "[models][saving]") {
   RegisteredPositionEmbedding registered;
-  TempDir dir;
+  const TempDir dir("keras-archive");
   std::size_t count = 0;
   for (const auto& c : read_fixture_cases("keras_archive_fixtures.txt")) {
     const std::string& name = c.name;
@@ -258,7 +201,7 @@ TEST_CASE("Model::save writes what load_model reads back identically", "[models]
 
 TEST_CASE("Model::save checks its path before any work", "[models][saving]") {
   auto model = L::Sequential({L::Input({3}), L::Dense(2)});
-  TempDir dir;
+  const TempDir dir("keras-archive");
   CHECK_THROWS_WITH(model.save(dir.file("m.h5")), Catch::Contains(".keras"));
   CHECK_THROWS_WITH(model.save(dir.file("missing/m.keras")), Catch::Contains("does not exist"));
   L::Sequential unbuilt({L::Dense(2)});
@@ -270,7 +213,7 @@ TEST_CASE("Model::save checks its path before any work", "[models][saving]") {
 }
 
 TEST_CASE("load_model refuses hostile and corrupt archives with loom::Errors", "[models][saving]") {
-  TempDir dir;
+  const TempDir dir("keras-archive");
   CHECK_THAT(load_error(dir.file("absent.keras")), Catch::Contains("no such file"));
   {
     std::ofstream(dir.file("text.keras")) << "not a zip at all";
@@ -361,7 +304,7 @@ TEST_CASE("Keras's archives predict Keras's values and train one step as Keras's
 TEST_CASE("a loom-written archive keeps weights and optimizer state: training continues identically",
           "[models][saving]") {
   RegisteredPositionEmbedding registered;
-  TempDir dir;
+  const TempDir dir("keras-archive");
   for (const auto& c : read_fixture_cases("keras_archive_fixtures.txt")) {
     INFO("case " << c.name);
     auto original = models::load_model(fixture_path(c.words[0]));
@@ -390,7 +333,7 @@ TEST_CASE("a loom-written archive keeps weights and optimizer state: training co
 }
 
 TEST_CASE("compile settings, several outputs and float64 survive save and load_model", "[models][saving]") {
-  TempDir dir;
+  const TempDir dir("keras-archive");
   Tensor a = L::Input({3}, {.dtype = DType::f64, .name = "a"});
   Tensor b = L::Input({2}, {.dtype = DType::f64, .name = "b"});
   Tensor h = ops::relu(L::Dense(4, {.kernel_initializer = L::initializers::he_normal(5), .name = "da"})(a) +
