@@ -16,7 +16,8 @@ class Error : public std::runtime_error {
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
 
-/// Throws loom::Error with a fmt-formatted message when `condition` is false.
+/// Throws loom::Error with a fmt-formatted message when `condition` is false. The arguments are evaluated
+/// whether or not it fails: each must be valid when the condition holds (no `*optional` it guards).
 template <class... Args>
 inline void check(bool condition, fmt::format_string<Args...> format, Args&&... args) {
   if (!condition) throw Error(fmt::format(format, std::forward<Args>(args)...));

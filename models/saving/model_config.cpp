@@ -880,8 +880,9 @@ std::shared_ptr<Model> sequential_from(const json& config, const LoadContext& co
     std::shared_ptr<Layer> layer = deserialize_layer(layers[i], context, at);
     if (!dynamic_cast<L::Input*>(layer.get())) {
       const DType d = layer_dtype_policy(layers[i], at);
-      check(!policy || *policy == d, "{}: the layers' dtype policies differ ({} and {}); loom builds a Sequential "
-            "model in one float dtype", at, keras_dtype_name(*policy), keras_dtype_name(d));
+      if (policy && *policy != d)
+        throw Error(fmt::format("{}: the layers' dtype policies differ ({} and {}); loom builds a Sequential model "
+                                "in one float dtype", at, keras_dtype_name(*policy), keras_dtype_name(d)));
       policy = d;
     }
     model->add(layer);
@@ -890,9 +891,9 @@ std::shared_ptr<Model> sequential_from(const json& config, const LoadContext& co
     const Shape shape = as_shape(config["build_input_shape"], where + ": 'build_input_shape'");
     model->maybe_build(shape, policy.value_or(DType::f32));
   }
-  if (policy && model->built())
-    check(model->dtype() == *policy, "{}: the layers' dtype policy is {} but the model's input builds them in {}; "
-          "give the InputLayer that dtype", where, keras_dtype_name(*policy), keras_dtype_name(model->dtype()));
+  if (policy && model->built() && model->dtype() != *policy)
+    throw Error(fmt::format("{}: the layers' dtype policy is {} but the model's input builds them in {}; give the "
+                            "InputLayer that dtype", where, keras_dtype_name(*policy), keras_dtype_name(model->dtype())));
   if (has_value(config, "trainable") && !as_bool(config["trainable"], where + ": 'trainable'"))
     model->set_trainable(false);
   return model;
