@@ -7,6 +7,7 @@
 
 #include <fmt/ranges.h>
 
+#include "framework/autograd/numerics.hpp"
 #include "framework/autograd/tape.hpp"
 #include "framework/graph/symbolic.hpp"
 #include "framework/distributed/collectives.hpp"
@@ -376,7 +377,14 @@ void Model::update_metrics(const std::vector<Tensor>& y_true, const std::vector<
     metrics_[m]->update_state(y_true[metric_outputs_[m]], y_pred[metric_outputs_[m]]);
 }
 
-Model::StepLosses Model::train_step(const Batch& batch) {
+namespace {
+std::string non_finite_name(double value) { return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf"; }
+}  // namespace
+
+// A step is applied only when its loss and its gradients are finite; otherwise the forward pass's writes are
+// put back and nothing changes (TerminateOnNaN stops there too, but after the bad step).
+Model::StepLosses Model::train_step(const Batch& batch, const std::string& where) {
+  AssignJournal forward_writes;  // moving statistics that the forward pass updates
   StepLosses losses;
   std::vector<Tensor> predictions, gradients;
   std::vector<Variable> variables;
@@ -387,20 +395,44 @@ Model::StepLosses Model::train_step(const Batch& batch) {
     losses = compute_losses(batch.y, predictions);
     variables = trainable_weights();
     check(!variables.empty(), "{}.fit: the model has no trainable weights", name());
+    // Data-parallel, the local loss is not the global one: the aggregated gradients decide, the same everywhere.
+    if (!data_parallel() && !std::isfinite(losses.value)) {
+      forward_writes.restore();
+      throw Error(fmt::format("{}.{}: the loss became {}; the step was not applied, the weights are those before "
+                              "this batch (check the learning rate and the data)",
+                              name(), where, non_finite_name(losses.value)));
+    }
     gradients = tape.gradient(losses.total, variables);
   }
-  optimizer_->apply_gradients(gradients, variables);
+  apply_finite_step(gradients, variables, where, forward_writes);
   update_metrics(batch.y, predictions);
   return losses;
 }
 
 // A rank whose part of the global batch is empty still joins the step's allreduce, with zero gradients that
 // weigh nothing.
-void Model::idle_train_step() {
+void Model::idle_train_step(const std::string& where) {
+  AssignJournal forward_writes;
   const std::vector<Variable> variables = trainable_weights();
   std::vector<Tensor> zeros;
   for (const Variable& var : variables) zeros.push_back(Tensor::zeros(var.shape(), var.dtype()));
-  optimizer_->apply_gradients(zeros, variables);
+  apply_finite_step(zeros, variables, where, forward_writes);
+}
+
+void Model::apply_finite_step(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables,
+                              const std::string& where, AssignJournal& forward_writes) {
+  forward_writes.stop();  // the optimizer's own writes need no copy
+  const std::vector<Tensor> aggregated = optimizer_->aggregate_gradients(gradients, variables);
+  for (std::size_t i = 0; i < aggregated.size(); ++i) {
+    const std::optional<numerics::NonFinite> bad = numerics::first_non_finite(aggregated[i]);
+    if (!bad) continue;
+    forward_writes.restore();
+    throw Error(fmt::format("{}.{}: the gradient of '{}' (shape {}) holds {} at element {}; the step was not "
+                            "applied, the weights are those before this batch (check the learning rate and the data)",
+                            name(), where, variables[i].name(), variables[i].shape(), non_finite_name(bad->value),
+                            unravel_index(bad->index, variables[i].shape())));
+  }
+  optimizer_->apply_aggregated_gradients(aggregated, variables);
 }
 
 void Model::check_finite_loss(double loss) const {
@@ -547,16 +579,17 @@ History Model::fit_arranged(Batch data, FitOptions options) {
       callbacks(&Callback::on_train_batch_begin, int(step), Logs{});
       const RowRange rows = sharded ? part_of(begin, end, rank, ranks) : RowRange{begin, end};
       if (sharded) optimizer_->gradient_aggregator()->set_next_weight(double(rows.size()));
+      const std::string where = fmt::format("fit, batch {} of epoch {}", step + 1, epoch + 1);
       StepLosses losses;
       losses.outputs.assign(output_count(), 0.0);
       if (rows.size() > 0)
-        losses = train_step(train.rows(shuffled, rows.begin, rows.end));
+        losses = train_step(train.rows(shuffled, rows.begin, rows.end), where);
       else
-        idle_train_step();
+        idle_train_step(where);
       trackers.update(losses, double(rows.size()));
       epoch_logs = logs_of(trackers, sharded);
-      // Checked on the global value when sharded, so that every rank stops at the same step.
-      check_finite_loss(sharded ? epoch_logs.at("loss") : losses.value);
+      // Data-parallel, the global loss is checked too, so that every rank stops at the same step.
+      if (sharded) check_finite_loss(epoch_logs.at("loss"));
       callbacks(&Callback::on_train_batch_end, int(step), epoch_logs);
     }
     if (validation) {
@@ -650,8 +683,7 @@ Logs Model::train_on_batch(const Tensors& x, const Tensors& y) {
   const Batch batch{arrange_inputs(x, "train_on_batch"), arrange_targets(y, "train_on_batch")};
   check_samples("train_on_batch", batch.x, batch.y);
   for (const auto& m : metrics_) m->reset_state();
-  const StepLosses losses = train_step(batch);
-  check_finite_loss(losses.value);
+  const StepLosses losses = train_step(batch, "train_on_batch");
   LossTrackers trackers(output_count());
   trackers.update(losses, 1.0);
   return logs_of(trackers, false);

@@ -339,8 +339,11 @@ class Model : public Layer {
   void resolve_compiled(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred);
   StepLosses compute_losses(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred);
   void update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred);
-  StepLosses train_step(const Batch& batch);
-  void idle_train_step();
+  // `where` names the step in errors: "fit, batch 3 of epoch 2" or "train_on_batch".
+  StepLosses train_step(const Batch& batch, const std::string& where);
+  void idle_train_step(const std::string& where);
+  void apply_finite_step(const std::vector<Tensor>& gradients, const std::vector<Variable>& variables,
+                         const std::string& where, AssignJournal& forward_writes);
   StepLosses test_step(const Batch& batch);
   void check_finite_loss(double loss) const;
   void prepare_replica(const Batch& data);

@@ -69,10 +69,20 @@ Optimizer::Optimizer(std::string_view default_name, LearningRate learning_rate, 
         "{}: weight_decay must be a finite number >= 0, got {}", name_, options_.weight_decay.value_or(0.0));
 }
 
-void Optimizer::apply_gradients(const std::vector<Tensor>& given, const std::vector<Variable>& vars) {
-  check(given.size() == vars.size(), "{}.apply_gradients: got {} gradients for {} variables", name_, given.size(),
+void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars) {
+  apply_aggregated_gradients(aggregate_gradients(grads, vars), vars);
+}
+
+std::vector<Tensor> Optimizer::aggregate_gradients(const std::vector<Tensor>& grads,
+                                                   const std::vector<Variable>& vars) {
+  check(grads.size() == vars.size(), "{}.apply_gradients: got {} gradients for {} variables", name_, grads.size(),
         vars.size());
-  const std::vector<Tensor> grads = aggregator_ ? aggregator_->aggregate(given, vars) : given;
+  return aggregator_ ? aggregator_->aggregate(grads, vars) : grads;
+}
+
+void Optimizer::apply_aggregated_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars) {
+  check(grads.size() == vars.size(), "{}.apply_gradients: got {} gradients for {} variables", name_, grads.size(),
+        vars.size());
   // Keras drops the variables without a gradient; the step goes on for the others.
   std::vector<Tensor> gradients;
   std::vector<Variable> variables;

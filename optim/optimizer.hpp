@@ -86,6 +86,11 @@ class Optimizer {
   /// One training step: grads[i] is the gradient of vars[i] (same shape and dtype). Undefined gradients
   /// (a variable the loss does not reach) are skipped, as Keras drops None; all undefined is an error.
   void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
+  /// apply_gradients in two halves, so that a caller can look at the gradients a step will use before it
+  /// changes anything (Model::fit refuses a non-finite step): the gradients passed through the aggregator
+  /// (the same on every process), then the step with them.
+  std::vector<Tensor> aggregate_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
+  void apply_aggregated_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
 
   /// Steps taken so far (Keras's `iterations`).
   std::int64_t iterations() const { return iterations_; }

@@ -31,12 +31,6 @@ SuspendChecks::~SuspendChecks() { --suspended_on_this_thread; }
 
 namespace {
 
-/// The first element that is NaN or infinite, and its value.
-struct Bad {
-  std::int64_t index;
-  double value;
-};
-
 /// Finite values compare <= max; NaN and +-inf do not.
 template <class T>
 bool finite(T v) {
@@ -44,7 +38,7 @@ bool finite(T v) {
 }
 
 template <class T>
-std::optional<Bad> first_non_finite(const Tensor& t) {
+std::optional<NonFinite> first_non_finite_of(const Tensor& t) {
   const T* data = t.data<T>();
   if (t.is_contiguous()) {
     // Blocks with a branch-free test each, so the common all-finite scan vectorizes.
@@ -56,20 +50,15 @@ std::optional<Bad> first_non_finite(const Tensor& t) {
       for (std::int64_t i = begin; i < end; ++i) all_finite &= finite(data[i]);
       if (all_finite) continue;
       for (std::int64_t i = begin; i < end; ++i)
-        if (!finite(data[i])) return Bad{i, double(data[i])};
+        if (!finite(data[i])) return NonFinite{i, double(data[i])};
     }
     return std::nullopt;
   }
-  std::optional<Bad> bad;
+  std::optional<NonFinite> bad;
   for_each_strided(t.shape(), t.strides(), 0, [&](std::int64_t i, std::int64_t at) {
-    if (!bad && !finite(data[at])) bad = Bad{i, double(data[at])};
+    if (!bad && !finite(data[at])) bad = NonFinite{i, double(data[at])};
   });
   return bad;
-}
-
-std::optional<Bad> first_non_finite(const Tensor& t) {
-  if (!t.defined() || !is_floating(t.dtype())) return std::nullopt;
-  return visit_floating(t.dtype(), "check_numerics", [&]<class T>() { return first_non_finite<T>(t); });
 }
 
 std::string kind(double value) { return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf"; }
@@ -91,10 +80,15 @@ std::string output_name(std::size_t k, std::size_t count, const CheckSite& site)
 
 }  // namespace
 
+std::optional<NonFinite> first_non_finite(const Tensor& t) {
+  if (!t.defined() || !is_floating(t.dtype())) return std::nullopt;
+  return visit_floating(t.dtype(), "check_numerics", [&]<class T>() { return first_non_finite_of<T>(t); });
+}
+
 void check_finite(std::string_view op, const std::vector<Tensor>& inputs, const std::vector<Tensor>& outputs,
                   const CheckSite& site) {
   for (std::size_t k = 0; k < outputs.size(); ++k) {
-    const std::optional<Bad> bad = first_non_finite(outputs[k]);
+    const std::optional<NonFinite> bad = first_non_finite(outputs[k]);
     if (!bad) continue;
     const std::string name = site.backward_rule ? fmt::format("{} backward", op) : std::string(op);
     const char* inputs_are = site.backward_rule ? "output gradients" : "inputs";
@@ -102,7 +96,7 @@ void check_finite(std::string_view op, const std::vector<Tensor>& inputs, const 
         site.gradient_of.empty() ? "" : fmt::format(", in the backward rule of '{}'", site.gradient_of);
     // A non-finite value that was already in an input is reported there: this op only passed it on.
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const std::optional<Bad> incoming = first_non_finite(inputs[i]);
+      const std::optional<NonFinite> incoming = first_non_finite(inputs[i]);
       if (!incoming) continue;
       throw Error(fmt::format(
           "check_numerics: {} came into op '{}' with its {} {} (element {} of shape {}; {}: {}){}; no checked op "

@@ -14,6 +14,8 @@
 // sign, one_hot, and the tensor factories (zeros, randn, from_vector, ...).
 //
 // Off (the default), an op pays one relaxed atomic load. On, each op's output is read once more.
+#include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +47,15 @@ struct CheckSite {
   bool backward_rule = false;
   std::string_view gradient_of = {};
 };
+
+/// The first NaN or infinity of a tensor: its flat (row-major) index and its value.
+struct NonFinite {
+  std::int64_t index;
+  double value;
+};
+/// The first non-finite element of `t`, or nothing when every element is finite (or `t` is undefined or not a
+/// float tensor). One read of `t`, whatever its strides.
+std::optional<NonFinite> first_non_finite(const Tensor& t);
 
 /// The check each op's outputs get while check_numerics is on, callable on its own (tf.debugging.check_numerics).
 /// Throws loom::Error when an output of `op` holds a NaN or an infinity, naming the op, the element, the

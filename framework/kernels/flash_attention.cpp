@@ -102,7 +102,8 @@ loom::flash::Problem<T> problem(const Prepared& p) {
   pr.dv = p.v.size(3);
   pr.scale = T(o.scale.value_or(1.0 / std::sqrt(double(d))));
   pr.causal = o.causal;
-  pr.window = o.sliding_window;
+  // A window of max(nq, nk) already reaches every key: larger ones are clamped so the band arithmetic cannot wrap.
+  pr.window = std::min<std::int64_t>(o.sliding_window, std::max(pr.nq, pr.nk));
   if (p.mask.defined()) {
     pr.mask = reinterpret_cast<const std::uint8_t*>(p.mask.data<bool>());
     pr.mask_b = p.mask_strides[0];
@@ -133,7 +134,7 @@ Forward run_forward(const Prepared& p) {
     pr.group = loom::flash::kMaxGroup;
     while (pr.group > 1 && bh * ((query_blocks(nq) + pr.group - 1) / pr.group) < 8 * cores()) pr.group /= 2;
     const std::int64_t groups = (query_blocks(nq) + pr.group - 1) / pr.group, items = bh * groups;
-    const int threads = thread_count(items, 4.0 * double(bh * nq * nk * (d + dv)) / 2);
+    const int threads = thread_count(items, 4.0 * double(bh) * double(nq) * double(nk) * double(d + dv) / 2);
     const Scratch<T> scratch(threads, loom::flash::forward_scratch(nk, d, dv));
     // Later query groups first: under a causal mask they cost the most, so the last items claimed are cheap.
     parallel::run(items, threads, [&](int worker, std::int64_t item) {
@@ -185,7 +186,7 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
     std::vector<T> second(chunks == 2 ? std::size_t(bh * nq * d) : 0);
     const std::int64_t dk_size = kv_bh * nk * d, dv_size = kv_bh * nk * dv;
     std::vector<T> part_dk(std::size_t((parts - 1) * dk_size)), part_dv(std::size_t((parts - 1) * dv_size));
-    const int threads = thread_count(kv_bh * chunks * parts, 10.0 * double(bh * nq * nk * (d + dv)) / 2);
+    const int threads = thread_count(kv_bh * chunks * parts, 10.0 * double(bh) * double(nq) * double(nk) * double(d + dv) / 2);
     const Scratch<T> scratch(threads, loom::flash::backward_scratch(nq, nk, d, dv));
     parallel::run(kv_bh * chunks * parts, threads, [&](int worker, std::int64_t item) {
       const std::int64_t kv = item / (chunks * parts), chunk = item / parts % chunks, part = item % parts;
@@ -223,7 +224,7 @@ Tensor run_probabilities(const Prepared& p, const Forward& f) {
     pr.p = out.data<T>();
     const auto& kern = kernels<T>();
     const std::int64_t blocks = query_blocks(nq), items = bh * blocks;
-    const int threads = thread_count(items, 2.0 * double(bh * nq * nk * d));
+    const int threads = thread_count(items, 2.0 * double(bh) * double(nq) * double(nk) * double(d));
     const Scratch<T> scratch(threads, loom::flash::forward_scratch(nk, d, p.v.size(3)));
     parallel::run(items, threads, [&](int worker, std::int64_t item) {
       kern.probabilities_block(pr, scratch[worker], item / blocks, item % blocks);
@@ -265,7 +266,7 @@ AttentionOutputs forward_with_probabilities(const Tensor& q, const Tensor& k, co
 bool preferred(std::int64_t nq, std::int64_t nk, std::int64_t d, std::int64_t dv) {
   // Measured (bench_attention, 8 heads, d = 64, AVX-512, 2 threads): flash and math break even near
   // Nq = Nk = 64; below that one BLAS call per product beats the tiles' packing and dispatch.
-  return d <= 256 && dv <= 256 && nq * nk >= 64 * 64;
+  return d <= 256 && dv <= 256 && double(nq) * double(nk) >= 64.0 * 64.0;
 }
 
 }  // namespace loom::ops::flash_attention

@@ -107,7 +107,7 @@ SliceRange slice_range(std::int64_t size, std::int64_t start, std::int64_t stop,
   const auto clamp = [size](std::int64_t i) { return std::clamp<std::int64_t>(i < 0 ? i + size : i, 0, size); };
   start = clamp(start);
   stop = clamp(stop);
-  return {start, stop, stop > start ? (stop - start + step - 1) / step : 0};
+  return {start, stop, stop > start ? (stop - start - 1) / step + 1 : 0};  // no stop - start + step: it can wrap
 }
 
 /// The unrecorded view of `length` elements start, start+step, ... along axis a.
@@ -117,7 +117,7 @@ Tensor slice_view(const Tensor& x, std::int64_t a, std::int64_t start, std::int6
   const auto d = std::size_t(a);
   const std::int64_t offset = x.offset() + start * strides[d];
   shape[d] = length;
-  strides[d] *= step;
+  if (length > 1) strides[d] = checked_mul(strides[d], step, "slice: the stride along the sliced axis");
   return make_view(x, std::move(shape), std::move(strides), offset);
 }
 
@@ -190,6 +190,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
           "reshape: cannot reshape a tensor of shape {} ({} elements) into shape {}", x.shape(), x.numel(), shape);
     target[*inferred] = x.numel() / known;
   }
+  check(fits_in_int64(target), "reshape: the strides of shape {} do not fit in a 64-bit size", shape);
   check(numel(target) == x.numel(),
         "reshape: cannot reshape a tensor of shape {} ({} elements) into shape {} ({} elements)", x.shape(),
         x.numel(), shape, numel(target));
@@ -396,7 +397,7 @@ Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis) {
             "concat: tensor {} has shape {} but tensor 0 has shape {}; they may differ only on axis {}", i,
             x.shape(), first.shape(), a);
     sizes.push_back(x.shape()[std::size_t(a)]);
-    shape[std::size_t(a)] += sizes.back();
+    shape[std::size_t(a)] = checked_add(shape[std::size_t(a)], sizes.back(), "concat: the size of the joined axis");
   }
   Tensor y = Tensor::empty(shape, first.dtype());  // the parts cover it
   std::int64_t at = 0;
@@ -435,14 +436,16 @@ std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& size
   check_defined(x, "split");
   const std::int64_t a = normalize_axis(axis, x.ndim(), "split");
   check(!sizes.empty(), "split: expected at least one part size for shape {}", x.shape());
-  std::int64_t total = 0;
-  for (std::int64_t s : sizes) {
-    check(s >= 0, "split: negative part size in {}", sizes);
-    total += s;
-  }
   const std::int64_t size = x.shape()[std::size_t(a)];
-  check(total == size, "split: part sizes {} add up to {}, but axis {} of shape {} has size {}", sizes, total, axis,
-        x.shape(), size);
+  std::int64_t left = size;  // compared part by part: a running sum of the sizes could wrap
+  for (std::int64_t s : sizes) check(s >= 0, "split: negative part size in {}", sizes);
+  for (std::int64_t s : sizes) {
+    check(s <= left, "split: part sizes {} add up to more than axis {} of shape {} holds (size {})", sizes, axis,
+          x.shape(), size);
+    left -= s;
+  }
+  check(left == 0, "split: part sizes {} add up to {}, but axis {} of shape {} has size {}", sizes, size - left,
+        axis, x.shape(), size);
   std::vector<Tensor> parts;
   parts.reserve(sizes.size());
   std::int64_t at = 0;

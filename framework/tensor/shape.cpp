@@ -15,8 +15,20 @@ std::int64_t numel(const Shape& shape) {
 bool fits_in_int64(const Shape& shape, std::int64_t element_size) {
   std::int64_t count = element_size;
   for (auto d : shape)
-    if (__builtin_mul_overflow(count, d, &count)) return false;
+    if (__builtin_mul_overflow(count, std::max<std::int64_t>(d, 1), &count)) return false;
   return true;
+}
+
+std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what) {
+  std::int64_t sum = 0;
+  check(!__builtin_add_overflow(a, b, &sum), "{}: {} + {} does not fit in a 64-bit size", what, a, b);
+  return sum;
+}
+
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what) {
+  std::int64_t product = 0;
+  check(!__builtin_mul_overflow(a, b, &product), "{}: {} * {} does not fit in a 64-bit size", what, a, b);
+  return product;
 }
 
 std::vector<std::int64_t> unravel_index(std::int64_t flat, const Shape& shape) {

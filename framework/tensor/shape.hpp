@@ -23,9 +23,13 @@ struct Axes : std::vector<std::int64_t> {
 
 /// Product of the dimensions; 1 for a scalar (rank 0).
 std::int64_t numel(const Shape& shape);
-/// False when the product of the dimensions times `element_size` does not fit in int64 (dimensions >= 0):
-/// views and allocations that would wrap around.
+/// False when the product of the dimensions times `element_size` does not fit in int64 (dimensions >= 0), a 0
+/// counted as 1 so that the strides of an empty tensor fit too: views and allocations that would wrap around.
 bool fits_in_int64(const Shape& shape, std::int64_t element_size = 1);
+/// a + b and a * b, or a loom::Error "<what>: ... does not fit in a 64-bit size": the one checked arithmetic for
+/// sizes, strides, offsets and bands computed from a user's numbers.
+std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view what);
+std::int64_t checked_mul(std::int64_t a, std::int64_t b, std::string_view what);
 /// The row-major multi-index [i, j, ...] of element `flat` of a tensor of this shape.
 std::vector<std::int64_t> unravel_index(std::int64_t flat, const Shape& shape);
 /// Row-major strides of a contiguous tensor of this shape.

@@ -9,6 +9,8 @@
 namespace loom {
 
 namespace {
+thread_local AssignJournal* active_journal = nullptr;
+
 /// assign_add/assign_sub take a delta of the variable's dtype that broadcasts to its shape.
 void check_update(const Variable& v, const Tensor& delta, const char* method) {
   const bool fits = delta.defined() && delta.dtype() == v.dtype() && broadcasts_to(delta.shape(), v.shape());
@@ -47,6 +49,7 @@ void Variable::assign(const Tensor& new_value) {
   NoGradGuard no_grad;
   const Tensor source = ops::contiguous(new_value);
   if (source.shares_storage_with(v) && source.offset() == v.offset()) return;
+  if (active_journal != nullptr) active_journal->record(*this);
   std::memmove(v.impl().storage->data(), source.impl().storage->data() + source.offset() * dtype_size(v.dtype()),
                std::size_t(v.numel()) * dtype_size(v.dtype()));
 }
@@ -61,6 +64,29 @@ void Variable::assign_sub(const Tensor& delta) {
   check_update(*this, delta, "assign_sub");
   NoGradGuard no_grad;
   assign(value() - delta);
+}
+
+AssignJournal::AssignJournal() : previous_(active_journal) { active_journal = this; }
+
+AssignJournal::~AssignJournal() { stop(); }
+
+void AssignJournal::stop() {
+  if (!recording_) return;
+  recording_ = false;
+  active_journal = previous_;
+}
+
+void AssignJournal::record(const Variable& variable) {
+  if (!seen_.insert(variable.id()).second) return;
+  NoGradGuard no_grad;
+  saved_.emplace_back(variable, ops::clone(variable.value()));
+}
+
+void AssignJournal::restore() {
+  stop();
+  for (auto& [variable, value] : saved_) variable.assign(value);
+  saved_.clear();
+  seen_.clear();
 }
 
 }  // namespace loom

@@ -1,8 +1,12 @@
 #pragma once
 // Variable: a named, mutable tensor, the way weights are held. Trainable variables are watched by every
 // GradientTape automatically (TensorFlow's watch_accessed_variables).
+#include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "framework/tensor/tensor.hpp"
 
@@ -39,6 +43,30 @@ class Variable {
   };
   State& state() const;
   std::shared_ptr<State> state_;
+};
+
+/// While alive, keeps the value every Variable had before its first assign on this thread, so that a step
+/// found bad after its forward pass (a NaN loss) can put back what the forward wrote (BatchNormalization's
+/// moving statistics). Journals nest: the innermost one records.
+class AssignJournal {
+ public:
+  AssignJournal();
+  ~AssignJournal();
+  AssignJournal(const AssignJournal&) = delete;
+  AssignJournal& operator=(const AssignJournal&) = delete;
+
+  /// Stops recording (later assigns are not kept); what was kept can still be restored.
+  void stop();
+  /// Stops recording and writes every kept value back.
+  void restore();
+  /// Called by Variable before it overwrites `variable`'s value.
+  void record(const Variable& variable);
+
+ private:
+  std::vector<std::pair<Variable, Tensor>> saved_;
+  std::set<std::uint64_t> seen_;
+  AssignJournal* previous_ = nullptr;
+  bool recording_ = true;
 };
 
 }  // namespace loom

@@ -397,3 +397,68 @@ TEST_CASE("crossentropy and accuracy strings pick the binary, sparse or categori
   const double accuracy = right / double(truth.size());
   CHECK(binary.at("accuracy") == Approx(accuracy).epsilon(1e-12));
 }
+
+TEST_CASE("fit refuses a non-finite step before applying it and names the batch", "[model]") {
+  // 20 samples in batches of 8: the third batch holds the bad sample. Every weight, the moving statistics of
+  // BatchNormalization included, must stay what it was after the second batch.
+  auto [x, y] = linear_data(20, 11);
+  auto snapshot = [](const Model& model) {
+    std::vector<std::vector<double>> out;
+    for (const Variable& w : model.weights()) out.push_back(values(w.value()));
+    return out;
+  };
+  const auto run = [&](const Tensor& xs, const Tensor& ys, const std::vector<std::string>& expected) {
+    auto model = L::Sequential({L::Input({3}, {.dtype = DType::f64}), L::Dense(4), L::BatchNormalization(),
+                                L::Dense(1)});
+    model.compile({.optimizer = optim::Adam({.learning_rate = 0.01}), .loss = "mse"});
+    std::vector<std::vector<double>> after_second;
+    auto keep = std::make_shared<L::LambdaCallback>(L::LambdaCallbackOptions{
+        .on_train_batch_end = [&](int batch, const L::Logs&) {
+          if (batch == 1) after_second = snapshot(model);
+        }});
+    try {
+      model.fit(xs, ys, {.batch_size = 8, .verbose = 0, .callbacks = {keep}, .shuffle = false});
+      FAIL("fit returned after a non-finite step");
+    } catch (const Error& e) {
+      for (const auto& text : expected) CHECK_THAT(e.what(), Catch::Contains(text));
+    }
+    CHECK(snapshot(model) == after_second);
+    // The model is still usable: the batches without the bad sample train on.
+    model.fit(ops::slice(xs, 0, 0, 16), ops::slice(ys, 0, 0, 16), {.batch_size = 8, .verbose = 0});
+    for (const auto& w : snapshot(model))
+      for (double v : w) CHECK(std::isfinite(v));
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  SECTION("a NaN label: the loss is NaN") {
+    Tensor bad_y = ops::clone(y);
+    bad_y.data<double>()[19] = nan;
+    run(x, bad_y, {"fit, batch 3 of epoch 1", "the loss became NaN", "the step was not applied"});
+  }
+  SECTION("an infinite input: the moving statistics it reached are put back") {
+    Tensor bad_x = ops::clone(x);
+    bad_x.data<double>()[3 * 18 + 1] = std::numeric_limits<double>::infinity();
+    run(bad_x, y, {"fit, batch 3 of epoch 1", "the step was not applied"});
+  }
+  SECTION("an infinite input behind a relu: the loss is finite, a gradient is not") {
+    auto model = L::Sequential({L::Input({3}, {.dtype = DType::f64}),
+                                L::Dense(1, {.activation = "relu", .kernel_initializer = "ones"})});
+    model.compile({.optimizer = "sgd", .loss = "mse"});
+    const auto before = snapshot(model);
+    Tensor bad_x = ops::clone(x);
+    bad_x.data<double>()[4] = -std::numeric_limits<double>::infinity();  // relu(-inf) = 0: a finite loss
+    CHECK_THROWS_WITH(model.fit(bad_x, y, {.batch_size = 20, .verbose = 0}),
+                      Catch::Contains("fit, batch 1 of epoch 1") && Catch::Contains("the gradient of 'sequential") &&
+                          Catch::Contains("holds NaN") && Catch::Contains("the step was not applied"));
+    CHECK(snapshot(model) == before);
+  }
+  SECTION("train_on_batch names itself") {
+    auto model = L::Sequential({L::Input({3}, {.dtype = DType::f64}), L::Dense(1)});
+    model.compile({.optimizer = "sgd", .loss = "mse"});
+    const auto before = snapshot(model);
+    Tensor bad_y = ops::clone(y);
+    bad_y.data<double>()[0] = nan;
+    CHECK_THROWS_WITH(model.train_on_batch(x, bad_y),
+                      Catch::Contains("train_on_batch") && Catch::Contains("the loss became NaN"));
+    CHECK(snapshot(model) == before);
+  }
+}

@@ -693,3 +693,52 @@ TEST_CASE("scalar operators, reductions, softmax and Variable updates name the o
   }
   run_bad_inputs("op messages", cases);
 }
+
+TEST_CASE("sizes near 2^63 never wrap: concat, split, factories, slices and attention windows", "[bad_input]") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  const Tensor huge = ops::broadcast_to(Tensor::ones({1}), {kMax});  // a view: no memory behind its rows
+  const Tensor three = Tensor::arange(0.0, 3.0);
+  run_bad_inputs("size overflow", {
+      {"concat: part sizes that add past 2^63", [&] { ops::concat({huge, huge, three}); },
+       {"concat", "does not fit in a 64-bit size"}},
+      {"split: part sizes that add past 2^63", [&] { ops::split(three, std::vector<std::int64_t>{kMax, kMax, 5}, 0); },
+       {"split", "[3]"}},
+      {"split: one part larger than the axis", [&] { ops::split(three, std::vector<std::int64_t>{kMax, 1}, 0); },
+       {"split", "more than axis 0"}},
+      {"zeros: a zero dimension before dimensions whose strides overflow",
+       [] { Tensor::zeros({0, std::int64_t(1) << 62, 4}); }, {"zeros", "[0, 4611686018427387904, 4]"}},
+      {"reshape: a zero-size target whose strides overflow",
+       [] { ops::reshape(Tensor::zeros({0}), {0, std::int64_t(1) << 62, 4}); }, {"reshape", "64-bit"}},
+  });
+  // Python's slice length for any step: one element whenever start < stop.
+  for (const std::int64_t step : {kMax - 2, kMax - 1, kMax}) {
+    INFO("step " << step);
+    const Tensor s = ops::slice(three, 0, 0, 3, step);
+    CHECK(s.shape() == Shape{1});
+    CHECK(values(s) == std::vector<double>{0.0});
+    CHECK(ops::slice(three, 0, 1, kMax, step).shape() == Shape{1});
+  }
+  // A window wider than both sequences reaches every key: the result without a window, on every path.
+  const Tensor q = randn({1, 2, 70, 8}, 1), k = randn({1, 2, 66, 8}, 2), v = randn({1, 2, 66, 4}, 3);
+  const auto attend = [&](ops::AttentionImpl impl, std::int64_t window, bool causal) {
+    GradientTape tape;
+    tape.watch(q);
+    tape.watch(k);
+    tape.watch(v);
+    const Tensor o = ops::scaled_dot_product_attention(q, k, v, {.causal = causal, .sliding_window = window,
+                                                                  .impl = impl});
+    std::vector<Tensor> out{o};
+    for (const Tensor& g : tape.gradient(ops::sum(ops::square(o)), {q, k, v})) out.push_back(g);
+    return out;
+  };
+  for (const bool causal : {false, true}) {
+    const std::vector<Tensor> want = attend(ops::AttentionImpl::Math, 0, causal);
+    for (auto impl : {ops::AttentionImpl::Math, ops::AttentionImpl::Flash}) {
+      for (const std::int64_t window : {kMax, kMax - 1, std::int64_t(1) << 62, std::int64_t(70)}) {
+        INFO("impl " << int(impl) << ", window " << window << ", causal " << causal);
+        const std::vector<Tensor> got = attend(impl, window, causal);
+        for (std::size_t i = 0; i < got.size(); ++i) check_close(values(got[i]), values(want[i]), 1e-12);
+      }
+    }
+  }
+}
