@@ -14,6 +14,7 @@
 #include "framework/io/safetensors.hpp"
 #include "framework/ops/ops.hpp"
 #include "framework/tensor/error.hpp"
+#include "framework/tensor/memory.hpp"
 #include "framework/tensor/random.hpp"
 #include "models/detail/functional_graph.hpp"
 #include "models/losses.hpp"
@@ -61,6 +62,7 @@ LossFunction loss_by_name(const std::string& given, const Shape& y_true, const S
 
 // Fisher-Yates with an unbiased bounded draw, so a seed gives the same permutation on every platform.
 std::vector<std::int64_t> permutation(std::int64_t n, random::Generator& generator) {
+  check_fits_in_memory(n, sizeof(std::int64_t), "fit: the shuffled order of {} samples", n);
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) order[std::size_t(i)] = i;
   for (std::int64_t i = n - 1; i > 0; --i) {
@@ -74,7 +76,8 @@ std::vector<std::int64_t> permutation(std::int64_t n, random::Generator& generat
   return order;
 }
 
-std::int64_t steps_for(std::int64_t n, std::int64_t batch_size) { return (n + batch_size - 1) / batch_size; }
+// ceil(n / batch_size) without n + batch_size - 1, which wraps for a batch_size near 2^63.
+std::int64_t steps_for(std::int64_t n, std::int64_t batch_size) { return n / batch_size + (n % batch_size != 0); }
 
 // The number of batches evaluate and predict run over x, after checking there is something to batch.
 std::int64_t checked_steps(const std::string& model, const char* method, const Tensor& x, std::int64_t batch_size) {

@@ -16,6 +16,7 @@
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/strided.hpp"
 #include "framework/tensor/detail/tensor_impl.hpp"
+#include "framework/tensor/memory.hpp"
 
 // The file format stores little-endian values and loom copies them byte for byte.
 static_assert(std::endian::native == std::endian::little, "loom's .npy reader and writer assume a little-endian CPU");
@@ -158,6 +159,7 @@ class HeaderParser : private TextCursor {
     while (true) {
       skip_space();
       if (consume(')')) break;
+      if (std::int64_t(shape.size()) == kMaxRank) fail(fmt::format("'shape' has more than {} dimensions", kMaxRank));
       shape.push_back(parse_dimension());
       skip_space();
       trailing_comma = consume(',');
@@ -215,18 +217,14 @@ void save_npy(const std::string& path, const Tensor& t) {
 
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr_of(t.dtype()),
                                  shape_repr(t.shape()));
-  // Pad with spaces and a final newline so magic + version + length field + header is a multiple of 64.
-  auto padded_header = [&](std::size_t length_field) {
-    const std::size_t unpadded = kMagic.size() + 2 + length_field + dict.size() + 1;
-    return dict + std::string((kAlignment - unpadded % kAlignment) % kAlignment, ' ') + '\n';
-  };
-  std::string header = padded_header(2);
-  const bool version2 = header.size() > std::numeric_limits<std::uint16_t>::max();  // 1.0 has a 2-byte length
-  if (version2) header = padded_header(4);
+  // Pad with spaces and a final newline so magic + version + length field + header is a multiple of 64. At most
+  // kMaxRank dimensions always fit format 1.0's 2-byte header length.
+  const std::size_t unpadded = kMagic.size() + 2 + 2 + dict.size() + 1;
+  const std::string header = dict + std::string((kAlignment - unpadded % kAlignment) % kAlignment, ' ') + '\n';
   std::string prefix(kMagic);
-  prefix += char(version2 ? 2 : 1);
+  prefix += char(1);
   prefix += char(0);
-  for (std::size_t i = 0; i < (version2 ? 4u : 2u); ++i) prefix += char((header.size() >> (8 * i)) & 0xff);
+  for (std::size_t i = 0; i < 2; ++i) prefix += char((header.size() >> (8 * i)) & 0xff);
 
   // Row-major bytes of the values: the storage itself when contiguous, else gathered through the strides.
   const std::size_t item = dtype_size(t.dtype());
@@ -234,6 +232,8 @@ void save_npy(const std::string& path, const Tensor& t) {
   std::vector<std::byte> gathered;
   const std::byte* data = t.impl().storage->data() + std::size_t(t.offset()) * item;
   if (!t.is_contiguous()) {
+    check_fits_in_memory(t.numel(), item, "save_npy: '{}': gathering the view of shape {} into one buffer", path,
+                         t.shape());
     gathered.resize(data_bytes);
     visit_dtype(t.dtype(), [&]<class T>() {
       const T* base = reinterpret_cast<const T*>(t.impl().storage->data());

@@ -29,6 +29,9 @@ namespace {
 
 constexpr std::size_t kLengthBytes = 8;
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;  // the reference implementation's limit
+// A header's entries cost far more memory than its text (1.6 M empty tensors fit in 100 MB): bounded far above
+// the few thousand tensors of a large model's file. save_safetensors refuses more too.
+constexpr std::size_t kMaxTensors = 100'000;
 constexpr std::string_view kMetadataKey = "__metadata__";
 
 // ---- dtypes ----
@@ -167,8 +170,13 @@ class HeaderParser : private TextCursor {
     Header header;
     skip_space();
     parse_object("the header", [&](const std::string& key) {
-      if (key == kMetadataKey) header.metadata = parse_metadata();
-      else header.entries.push_back(parse_entry(key));
+      if (key == kMetadataKey) {
+        header.metadata = parse_metadata();
+        return;
+      }
+      if (header.entries.size() == kMaxTensors)
+        fail(fmt::format("more than {} tensors (the entries alone would take gigabytes)", kMaxTensors));
+      header.entries.push_back(parse_entry(key));
     });
     skip_space();
     if (!at_end()) fail("unexpected characters after the header object (only spaces may pad it)");
@@ -288,6 +296,7 @@ class HeaderParser : private TextCursor {
     if (consume(']')) return values;
     while (true) {
       skip_space();
+      if (std::int64_t(values.size()) == kMaxRank) fail(fmt::format("{} has more than {} numbers", what, kMaxRank));
       values.push_back(parse_integer(what));
       skip_space();
       if (consume(']')) return values;
@@ -448,6 +457,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
     check(!invalid_utf8_at(text).has_value(), "save_safetensors: '{}': {} {} is not valid UTF-8", path, what,
           json_string(text));
   };
+  check(tensors.size() <= kMaxTensors, "save_safetensors: '{}': {} tensors are more than the {} a file may hold", path,
+        tensors.size(), kMaxTensors);
   std::string header = "{";
   if (!metadata.empty()) {
     std::vector<std::string> members;

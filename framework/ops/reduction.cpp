@@ -13,6 +13,7 @@
 #include "framework/ops/elementwise.hpp"
 #include "framework/ops/shape.hpp"
 #include "framework/runtime/detail/parallel.hpp"
+#include "framework/tensor/memory.hpp"
 
 // The kernels are plain loops over a strided walk (strided.hpp) rather than xtensor reducers: one walk
 // serves sum, max, min, argmax and logsumexp over any strides (0-strided broadcasts included), float32 sums
@@ -50,7 +51,9 @@ Plan make_plan(const Shape& in, std::vector<std::int64_t> axes, bool keepdims) {
 
 Plan plan_for(const Tensor& x, const Axes& axes, bool keepdims, std::string_view op) {
   check_floating(x, op);
-  return make_plan(x.shape(), normalize_axes(axes, x.ndim(), op), keepdims);
+  Plan p = make_plan(x.shape(), normalize_axes(axes, x.ndim(), op), keepdims);
+  check_fits_in_memory(numel(p.kept), sizeof(double), "{}: the accumulators of an output of shape {}", op, p.out);
+  return p;
 }
 
 /// Input elements per piece of parallel work.

@@ -9,6 +9,8 @@
 namespace loom {
 
 using Shape = std::vector<std::int64_t>;
+/// The most dimensions a tensor may have: NumPy's limit (NPY_MAXDIMS), checked by the factories, views and readers.
+inline constexpr std::int64_t kMaxRank = 64;
 using Strides = std::vector<std::int64_t>;
 
 /// The one axis-list type: one axis or several, for Keras's "int or list" (ops::mean(x, {0, 2}), a

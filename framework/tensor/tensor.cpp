@@ -17,6 +17,7 @@
 #include "framework/kernels/strided.hpp"
 #include "framework/ops/ops.hpp"
 #include "framework/tensor/detail/tensor_impl.hpp"
+#include "framework/tensor/memory.hpp"
 #include "framework/tensor/random.hpp"
 
 namespace loom {
@@ -34,9 +35,12 @@ void check_has_data(const Tensor& t, std::string_view what) {
 
 /// No negative dimension, and a byte count that fits in memory's address range.
 void check_shape(const Shape& shape, DType dtype, std::string_view op) {
+  check(std::int64_t(shape.size()) <= kMaxRank, "{}: a shape of rank {} has more than {} dimensions", op,
+        shape.size(), kMaxRank);
   for (auto d : shape) check(d >= 0, "{}: negative dimension in shape {}", op, shape);
   check(fits_in_int64(shape, std::int64_t(dtype_size(dtype))), "{}: shape {} of {} is too large to allocate", op,
         shape, dtype);
+  check_fits_in_memory(numel(shape), dtype_size(dtype), "{}: shape {} of {}", op, shape, dtype);
 }
 
 template <class T>
@@ -310,6 +314,7 @@ template bool* Tensor::data<bool>() const;
 template <class T>
 std::vector<T> Tensor::to_vector() const {
   check_has_data(*this, "Tensor::to_vector");
+  check_fits_in_memory(numel(), sizeof(T), "Tensor::to_vector of shape {}", shape());
   std::vector<T> out(static_cast<std::size_t>(numel()));
   visit_dtype(dtype(), [&]<class S>() {
     const S* base = reinterpret_cast<const S*>(impl().storage->data());
@@ -357,6 +362,8 @@ std::uint64_t next_tensor_id() {
 Tensor make_view(const Tensor& base, Shape shape, Strides strides, std::int64_t offset) {
   check(base.impl().symbolic == nullptr, "a view of a symbolic tensor of shape {}: this op does not build graphs "
         "(use it inside a layer)", base.shape());
+  if (std::int64_t(shape.size()) > kMaxRank)
+    throw Error(fmt::format("a view of shape {} has {} dimensions, more than {}", shape, shape.size(), kMaxRank));
   auto impl = std::make_shared<TensorImpl>();
   impl->id = next_tensor_id();
   impl->dtype = base.dtype();

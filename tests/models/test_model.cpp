@@ -462,3 +462,24 @@ TEST_CASE("fit refuses a non-finite step before applying it and names the batch"
     CHECK(snapshot(model) == before);
   }
 }
+
+TEST_CASE("a batch_size past the sample count runs one batch, as Keras, and a huge shuffle is refused", "[model]") {
+  auto [x, y] = linear_data(10, 12);
+  auto model = L::Sequential({L::Input({3}, {.dtype = DType::f64}), L::Dense(1)});
+  model.compile({.optimizer = "sgd", .loss = "mse"});
+  const std::int64_t max = std::numeric_limits<std::int64_t>::max();
+  const L::Logs whole = model.evaluate(x, y, {.batch_size = 10, .verbose = 0});
+  CHECK(model.evaluate(x, y, {.batch_size = max, .verbose = 0}).at("loss") == whole.at("loss"));
+  CHECK(values(model.predict(x, {.batch_size = max, .verbose = 0})) ==
+        values(model.predict(x, {.batch_size = 10, .verbose = 0})));
+  const History h = model.fit(x, y, {.batch_size = max, .epochs = 2, .verbose = 0});
+  CHECK(h.params.steps == 1);
+  CHECK(h.history.at("loss").size() == 2);
+  CHECK(h.history.at("loss")[1] < h.history.at("loss")[0]);
+  // 2^40 samples of a broadcast view: the data costs nothing, the shuffled order would take 8 TiB.
+  const std::int64_t n = std::int64_t(1) << 40;
+  const Tensor many_x = ops::broadcast_to(ops::slice(x, 0, 0, 1), {n, 3});
+  const Tensor many_y = ops::broadcast_to(ops::slice(y, 0, 0, 1), {n, 1});
+  CHECK_THROWS_WITH(model.fit(many_x, many_y, {.verbose = 0}),
+                    Catch::Contains("shuffled order of 1099511627776 samples") && Catch::Contains("memory"));
+}

@@ -428,3 +428,30 @@ TEST_CASE("save_safetensors replaces the target atomically and leaves it untouch
   CHECK(fs::is_directory(dir.path / "taken" / "inside"));
   CHECK(read_bytes(path) == before);
 }
+
+TEST_CASE("load_safetensors bounds a header's ranks and its number of tensors", "[safetensors]") {
+  TempDir dir("safetensors");
+  const std::string path = dir.file("bounds.safetensors");
+  const auto ones_shape = [](int rank) {
+    std::string shape = "[";
+    for (int i = 0; i < rank; ++i) shape += i == 0 ? "1" : ",1";
+    return shape + "]";
+  };
+  const auto one_tensor = [&](int rank) {
+    return safetensors_file(R"({"w":{"dtype":"F32","shape":)" + ones_shape(rank) + R"(,"data_offsets":[0,4]}})",
+                            std::string(4, '\0'));
+  };
+  write_bytes(path, one_tensor(64));
+  CHECK(io::load_safetensors(path).at(0).second.ndim() == 64);
+  for (const int rank : {65, 5'000'000}) {  // 5 M dimensions are a 10 MB header: refused at the 65th
+    write_bytes(path, one_tensor(rank));
+    CHECK_THROWS_WITH(io::load_safetensors(path),
+                      Catch::Contains("bounds.safetensors") && Catch::Contains("more than 64 numbers"));
+  }
+  // Empty tensors cost nothing in data but ~1 KB each in memory: more than 100,000 are refused.
+  std::string header = "{";
+  for (int i = 0; i <= 100'000; ++i)
+    header += fmt::format(R"({}"t{}":{{"dtype":"F32","shape":[0],"data_offsets":[0,0]}})", i ? "," : "", i);
+  write_bytes(path, safetensors_file(header + "}", ""));
+  CHECK_THROWS_WITH(io::load_safetensors(path), Catch::Contains("more than 100000 tensors"));
+}

@@ -742,3 +742,26 @@ TEST_CASE("sizes near 2^63 never wrap: concat, split, factories, slices and atte
     }
   }
 }
+
+TEST_CASE("legal but huge sizes and ranks give loom::Error, not bad_alloc", "[bad_input]") {
+  // 2^40 elements: the shapes are legal, the memory is more than any machine of this kind has.
+  const std::int64_t huge = std::int64_t(1) << 40;
+  const Tensor view = ops::broadcast_to(Tensor::ones({1}), {huge});  // costs nothing until materialized
+  TempDir dir("bad-input");
+  const std::string npy = dir.file("huge.npy");
+  run_bad_inputs("memory", {
+      {"zeros: 4 TiB", [=] { Tensor::zeros({huge}); }, {"zeros", "[1099511627776]", "memory and swap"}},
+      {"sum: an output of 2^40 elements", [=] { ops::sum(Tensor::zeros({0, huge}), {0}); }, {"memory and swap"}},
+      {"to_vector: a broadcast view of 2^40 elements", [=] { view.to_vector<float>(); },
+       {"to_vector", "[1099511627776]", "memory and swap"}},
+      {"contiguous: a broadcast view of 2^40 elements", [=] { ops::contiguous(view); }, {"memory and swap"}},
+      {"save_npy: a broadcast view of 2^40 elements", [=] { io::save_npy(npy, view); },
+       {"save_npy", "huge.npy", "memory and swap"}},
+      {"zeros: 65 dimensions", [] { Tensor::zeros(Shape(65, 1)); }, {"zeros", "rank 65", "more than 64"}},
+      {"reshape: into 65 dimensions", [] { ops::reshape(Tensor::ones({1}), Shape(65, 1)); }, {"more than 64"}},
+      {"expand_dims: past 64 dimensions", [] { ops::expand_dims(Tensor::ones(Shape(64, 1)), 0); },
+       {"more than 64"}},
+  });
+  CHECK_FALSE(std::filesystem::exists(npy));
+  CHECK(ops::sum(Tensor::ones(Shape(64, 1))).item<double>() == 1.0);  // 64 dimensions are fine
+}
