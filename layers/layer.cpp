@@ -1,6 +1,7 @@
 #include "layers/layer.hpp"
 
 #include <algorithm>
+#include <set>
 
 #include "framework/autograd/tape.hpp"
 #include "framework/graph/symbolic.hpp"
@@ -211,10 +212,19 @@ std::vector<Variable> Layer::own_weights() const {
   return out;
 }
 
+// A layer reached twice (shared by two sub-models) and a variable held twice count once, where first met, as
+// Keras's weights do: the optimizer then steps each variable once per batch.
 std::vector<Variable> Layer::weights() const {
-  std::vector<Variable> out = own_weights();
-  for (const auto& child : layers())
-    for (auto& v : child->weights()) out.push_back(v);
+  std::vector<Variable> out;
+  std::set<const Layer*> seen_layers;
+  std::set<std::uint64_t> seen_variables;
+  auto visit = [&](auto& self, const Layer& layer) -> void {
+    if (!seen_layers.insert(&layer).second) return;
+    for (const Variable& v : layer.own_weights())
+      if (seen_variables.insert(v.id()).second) out.push_back(v);
+    for (const auto& child : layer.layers()) self(self, *child);
+  };
+  visit(visit, *this);
   return out;
 }
 

@@ -316,6 +316,8 @@ void Model::compile(CompileOptions options) {
                       ? std::vector<std::vector<MetricArg>>{metrics.single()}
                       : per_output(std::optional<std::vector<MetricArg>>(), metrics.per_output(), metrics.by_name(),
                                    outputs, name(), "metrics", false, std::vector<MetricArg>());
+  // An optimizer that has stepped another model is refused now rather than at the first batch.
+  if (built()) options.optimizer.get()->check_variables_are_known(trainable_weights(), "compile");
   optimizer_ = options.optimizer.get();
   compile_options_ = std::move(options);
   loss_specs_ = specs;
@@ -771,7 +773,9 @@ void Model::summary(SummaryOptions options) const { *options.out << summary_stri
 // its siblings by order (dense, dense_1), as Keras's weights files do, so a fresh model loads them.
 std::vector<std::pair<std::string, Variable>> Model::named_weights() const {
   std::vector<std::pair<std::string, Variable>> out;
+  std::set<const Layer*> seen;  // a shared layer is named once, where first met, as weights() lists it
   auto visit = [&](auto& self, const Layer& layer, const std::string& prefix) -> void {
+    if (!seen.insert(&layer).second) return;
     for (const auto& w : layer.own_weights()) {
       const std::string& full = w.name();
       out.emplace_back(prefix + full.substr(full.rfind('/') + 1), w);

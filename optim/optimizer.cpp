@@ -80,9 +80,22 @@ std::vector<Tensor> Optimizer::aggregate_gradients(const std::vector<Tensor>& gr
   return aggregator_ ? aggregator_->aggregate(grads, vars) : grads;
 }
 
+void Optimizer::check_variables_are_known(const std::vector<Variable>& vars, std::string_view caller) const {
+  if (built_with_.empty()) return;
+  for (const Variable& var : vars) {
+    if (!var.defined() || built_with_.count(var.id()) != 0) continue;
+    throw Error(fmt::format(
+        "{}.{}: variable '{}' is not one of the {} variables this optimizer was built with on its first step; an "
+        "optimizer's iteration count and slots belong to one model: give each model its own optimizer (Keras "
+        "refuses this too)",
+        name_, caller, var.name(), built_with_.size()));
+  }
+}
+
 void Optimizer::apply_aggregated_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars) {
   check(grads.size() == vars.size(), "{}.apply_gradients: got {} gradients for {} variables", name_, grads.size(),
         vars.size());
+  check_variables_are_known(vars, "apply_gradients");
   // Keras drops the variables without a gradient; the step goes on for the others.
   std::vector<Tensor> gradients;
   std::vector<Variable> variables;
@@ -109,6 +122,8 @@ void Optimizer::apply_aggregated_gradients(const std::vector<Tensor>& grads, con
                             vars.size(), names));
   }
 
+  if (built_with_.empty())
+    for (const Variable& var : vars) built_with_.insert(var.id());
   NoGradGuard no_grad;  // an update is state, not part of any computation to differentiate
   if (options_.clipnorm) {
     for (Tensor& g : gradients) g = clip_by_norm(g, *options_.clipnorm);
@@ -178,6 +193,9 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state, const std
   }
   check(problems.empty(), "{}.load_state: the state does not match the {} variables: {}", name_, vars.size(),
         fmt::join(problems, "; "));
+  check_variables_are_known(vars, "load_state");
+  if (built_with_.empty())
+    for (const Variable& var : vars) built_with_.insert(var.id());
 
   iterations_ = state.at(kIterationKey).item<std::int64_t>();
   for (const Variable& var : vars) {

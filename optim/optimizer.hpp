@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -92,6 +93,11 @@ class Optimizer {
   std::vector<Tensor> aggregate_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
   void apply_aggregated_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
 
+  /// Keras's build: the variables of the first step (or of load_state) are the only ones later steps may
+  /// update, so that one optimizer never serves two models with one iteration count. Throws loom::Error naming
+  /// `caller` and the first variable outside them; nothing is checked before the optimizer is built.
+  void check_variables_are_known(const std::vector<Variable>& vars, std::string_view caller) const;
+
   /// Steps taken so far (Keras's `iterations`).
   std::int64_t iterations() const { return iterations_; }
   /// The learning rate the next step will use.
@@ -138,6 +144,7 @@ class Optimizer {
   BaseOptions options_;
   std::int64_t iterations_ = 0;
   std::map<std::uint64_t, std::vector<Tensor>> slots_;  // by variable id
+  std::set<std::uint64_t> built_with_;                   // variable ids; empty until the first step
   std::shared_ptr<GradientAggregator> aggregator_;
 };
 

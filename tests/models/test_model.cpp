@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "loom.hpp"
+#include "tests/temp_files.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
@@ -482,4 +483,76 @@ TEST_CASE("a batch_size past the sample count runs one batch, as Keras, and a hu
   const Tensor many_y = ops::broadcast_to(ops::slice(y, 0, 0, 1), {n, 1});
   CHECK_THROWS_WITH(model.fit(many_x, many_y, {.verbose = 0}),
                     Catch::Contains("shuffled order of 1099511627776 samples") && Catch::Contains("memory"));
+}
+
+namespace {
+// Two sub-models that share their first layer, summed: Keras's weight sharing across models.
+class TwoBranches : public L::Model {
+ public:
+  explicit TwoBranches(const std::shared_ptr<L::Dense>& shared)
+      : Model("two_branches"),
+        left_(add_layer(L::Sequential({shared, L::Dense(1)}))),
+        right_(add_layer(L::Sequential({shared, L::Dense(1)}))) {}
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override { return left_(x, training) + right_(x, training); }
+
+ private:
+  L::Sequential& left_;
+  L::Sequential& right_;
+};
+}  // namespace
+
+TEST_CASE("a layer shared by two sub-models is one set of weights, stepped once per batch", "[model]") {
+  auto [x, y] = linear_data(16, 13);
+  auto shared = std::make_shared<L::Dense>(4);
+  TwoBranches model(shared);
+  model(x);
+  const std::vector<Variable> weights = model.trainable_weights();
+  CHECK(weights.size() == 6);  // the shared kernel and bias once, and each branch's Dense(1)
+  CHECK(model.count_params() == 3 * 4 + 4 + 2 * (4 + 1));
+
+  // One SGD step moves the shared kernel by lr times its whole gradient (both branches), once.
+  model.compile({.optimizer = optim::SGD({.learning_rate = 0.1}), .loss = "mse"});
+  std::vector<Tensor> grads;
+  {
+    GradientTape tape;
+    const Tensor loss = ops::mean(losses::mean_squared_error(y, model(x, true)));
+    grads = tape.gradient(loss, weights);
+  }
+  const std::vector<double> kernel = values(shared->kernel().value()), grad = values(grads[0]);
+  REQUIRE(weights[0].id() == shared->kernel().id());
+  model.train_on_batch(x, y);
+  std::vector<double> want;
+  for (std::size_t i = 0; i < kernel.size(); ++i) want.push_back(kernel[i] - 0.1 * grad[i]);
+  check_close(values(shared->kernel().value()), want, 1e-12);
+
+  // The weights file names the shared layer once and round-trips with the optimizer state.
+  TempDir dir("shared-layers");
+  model.save_weights(dir.file("w.safetensors"), {.include_optimizer = true});
+  auto shared_again = std::make_shared<L::Dense>(4);
+  TwoBranches again(shared_again);
+  again(x);
+  again.compile({.optimizer = optim::SGD({.learning_rate = 0.1}), .loss = "mse"});
+  again.load_weights(dir.file("w.safetensors"), {.include_optimizer = true});
+  CHECK(values(again.predict(x, {.verbose = 0})) == values(model.predict(x, {.verbose = 0})));
+}
+
+TEST_CASE("one optimizer compiled into two models is refused, as Keras refuses it", "[model]") {
+  auto [x, y] = linear_data(16, 14);
+  auto optimizer = std::make_shared<optim::Adam>(optim::AdamOptions{.learning_rate = 0.01});
+  auto first = L::Sequential({L::Input({3}, {.dtype = DType::f64}), L::Dense(1)});
+  first.compile({.optimizer = optimizer, .loss = "mse"});
+  first.fit(x, y, {.verbose = 0});
+  first.compile({.optimizer = optimizer, .loss = "mae"});  // the same model again: fine
+  first.fit(x, y, {.verbose = 0});
+
+  auto second = L::Sequential({L::Input({3}, {.dtype = DType::f64}), L::Dense(1)});
+  CHECK_THROWS_WITH(second.compile({.optimizer = optimizer, .loss = "mse"}),
+                    Catch::Contains("compile") && Catch::Contains("give each model its own optimizer"));
+  // A model built only by its first batch is refused at that batch, before any weight changes.
+  auto third = L::Sequential({L::Dense(1)});
+  third.compile({.optimizer = optimizer, .loss = "mse"});
+  CHECK_THROWS_WITH(third.fit(x, y, {.verbose = 0}), Catch::Contains("give each model its own optimizer"));
+  CHECK(optimizer->iterations() == 2);
 }
