@@ -765,7 +765,10 @@ std::string Model::summary_string(SummaryOptions options) const {
   return render_summary(name(), rows, summary_totals(), options.line_length.value_or(default_summary_line_length()));
 }
 
-void Model::summary(SummaryOptions options) const { *options.out << summary_string(options) << std::flush; }
+void Model::summary(SummaryOptions options) const {
+  check(options.out != nullptr, "{}.summary: options.out is null; pass a stream (std::cout by default)", name());
+  *options.out << summary_string(options) << std::flush;
+}
 
 // ---- weights files -------------------------------------------------------------------------------------------
 

@@ -191,6 +191,8 @@ std::string row_lines(const std::vector<std::u32string>& cells, const std::vecto
 /// line: each column asks for its width plus 2 of padding, and the excess over the line less the borders is
 /// taken off evenly.
 std::vector<int> content_widths(int line_length, const std::vector<double>& positions) {
+  check(line_length <= kMaxLineLength, "render_summary: line_length {} is more than {} columns", line_length,
+        kMaxLineLength);
   std::vector<int> widths;
   int current = 0;
   for (double position : positions) {
@@ -316,7 +318,9 @@ int default_summary_line_length(int widest) {
     winsize size{};
     columns = ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0 ? size.ws_col : 80;
   }
-  return int(std::min(long(widest), columns - 4));
+  // A terminal narrower than every layout needs gets lines that wrap there, not an error.
+  constexpr long kNarrowest = 40;
+  return int(std::max(kNarrowest, std::min(long(widest), columns - 4)));
 }
 
 }  // namespace loom::layers

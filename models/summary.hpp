@@ -45,8 +45,9 @@ struct SummaryTotals {
 /// The whole summary, each line ending in "\n", for a table `line_length` columns wide (Keras's layout of three
 /// columns at 45% / 80% / 100% of it; with `connections`, a fourth, "Connected to", at 30% / 56% / 74% / 100%).
 /// Cells are single-line text; a character counts one column.
-/// Throws loom::Error when a column would be narrower than 4 (Keras's "Insufficient console width") or a cell
-/// holds a control character.
+/// Throws loom::Error when a column would be narrower than 4 (Keras's "Insufficient console width"), the line
+/// is longer than kMaxLineLength or a cell holds a control character.
+inline constexpr int kMaxLineLength = 10'000;
 std::string render_summary(const std::string& model_name, const std::vector<SummaryRow>& rows,
                            const SummaryTotals& totals, int line_length = 88, bool connections = false);
 
@@ -57,8 +58,8 @@ std::string format_bytes(std::int64_t bytes);
 /// "(None, 64)": each dimension, with a free one (negative, as the batch dimension -1) shown as None.
 std::string format_output_shape(const Shape& shape);
 /// Keras's default width: min(widest, terminal columns - 4), the columns taken from $COLUMNS, else from the
-/// terminal on stdout, else 80 (so 76 when stdout is not a terminal). Keras's widest: 88, or 108 for a table
-/// with "Connected to".
+/// terminal on stdout, else 80 (so 76 when stdout is not a terminal), and at least 40, which every layout fits.
+/// Keras's widest: 88, or 108 for a table with "Connected to".
 int default_summary_line_length(int widest = 88);
 
 }  // namespace loom::layers

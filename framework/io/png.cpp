@@ -35,6 +35,7 @@ constexpr int kPad = 6;
 constexpr int kLineHeight = 12;  // stb_easy_font's line advance; its glyphs are at most 10 pixels tall
 constexpr int kGlyphHeight = 7;  // the height of a capital letter or digit, for centring text vertically
 constexpr std::int64_t kMaxSide = 30000;  // pixels: keeps every coordinate comfortably inside an int
+constexpr std::int64_t kMaxPixels = 50'000'000;  // 150 MB of RGB, and the encoder's buffers well inside an int
 
 /// stb_easy_font indexes its tables with (c - 32) and knows one line only here: anything that is not printable
 /// ASCII becomes '?'.
@@ -122,6 +123,14 @@ void encode_and_write(const char* caller, const std::string& path, const std::ve
 void check_side(const char* caller, const std::string& path, std::int64_t width, std::int64_t height) {
   check(width <= kMaxSide && height <= kMaxSide, "{}: '{}': the picture would be {}x{} pixels, more than {} per side",
         caller, path, width, height, kMaxSide);
+  check(width * height <= kMaxPixels, "{}: '{}': the picture would be {}x{} pixels, more than {} in all", caller, path,
+        width, height, kMaxPixels);
+}
+
+/// Texts are measured in int: one longer than a picture is wide cannot be drawn, and is refused first.
+void check_text(const char* caller, const std::string& path, std::string_view text, std::string_view what) {
+  check(std::int64_t(text.size()) <= kMaxSide, "{}: '{}': the {} is {} characters long, more than a picture of at "
+        "most {} pixels can show", caller, path, what, text.size(), kMaxSide);
 }
 
 // ---- heatmap ----
@@ -166,6 +175,15 @@ void save_heatmap_png(const std::string& path, const Tensor& matrix, HeatmapOpti
   check(options.col_labels.empty() || std::int64_t(options.col_labels.size()) == cols,
         "{}: '{}': {} column labels for {} columns", kCaller, path, options.col_labels.size(), cols);
 
+  check_text(kCaller, path, options.title, "title");
+  for (const std::string& label : options.row_labels) check_text(kCaller, path, label, "row label");
+  for (const std::string& label : options.col_labels) check_text(kCaller, path, label, "column label");
+  // Before the values are read: a huge matrix stops here.
+  check(rows <= kMaxSide && cols <= kMaxSide, "{}: '{}': a matrix of shape {} has more cells per side than a picture "
+        "of at most {} pixels", kCaller, path, matrix.shape(), kMaxSide);
+  const std::int64_t grid_width = cols * options.cell, grid_height = rows * options.cell;
+  check_side(kCaller, path, grid_width, grid_height);
+
   const std::vector<double> values = matrix.to_vector<double>();
   for (std::size_t i = 0; i < values.size(); ++i)
     check(std::isfinite(values[i]), "{}: '{}': entry [{}, {}] is {}, not a finite number", kCaller, path,
@@ -177,8 +195,6 @@ void save_heatmap_png(const std::string& path, const Tensor& matrix, HeatmapOpti
 
   // Layout, left to right: row labels, the grid, the colour bar, its value labels; top to bottom: the title,
   // column labels (in two staggered lines when one is wider than a cell), the grid.
-  const std::int64_t grid_width = cols * options.cell, grid_height = rows * options.cell;
-  check_side(kCaller, path, grid_width, grid_height);
   const int cell = options.cell;
   const bool staggered = widest(options.col_labels) > cell - 2;
   const int col_label_lines = options.col_labels.empty() ? 0 : staggered ? 2 : 1;
@@ -193,6 +209,7 @@ void save_heatmap_png(const std::string& path, const Tensor& matrix, HeatmapOpti
   const int width = std::max(bar_x + bar_width + kPad + widest({vmin_text, vmax_text}) + kPad,
                              text_width(options.title, 2) + 2 * kPad);
   const int height = top + bar_height + kPad;
+  check_side(kCaller, path, width, height);  // the labels and the title widen it
 
   Canvas canvas(width, height);
   canvas.text((width - text_width(options.title, 2)) / 2, kPad, options.title, kBlack, 2);
@@ -247,8 +264,13 @@ std::vector<double> nice_ticks(double lo, double hi, int target, double min_step
       break;
     }
   std::vector<double> ticks;
-  // Multiples of the step (not a running sum) so that 0 is exactly 0; adding +0 turns -0 into 0.
-  for (double k = std::ceil(lo / step); k * step <= hi; ++k) ticks.push_back(k * step + 0.0);
+  // Multiples of the step (not a running sum) so that 0 is exactly 0; adding +0 turns -0 into 0. Counted in
+  // integers: past 2^53 a double k + 1 is k again. The callers' ranges give about `target` ticks; at most
+  // 4 * target + 2 are kept whatever rounding does.
+  const double first = std::ceil(lo / step), last = std::floor(hi / step);
+  if (!(last >= first)) return ticks;
+  const auto count = std::int64_t(std::min(last - first + 1.0, 4.0 * target + 2.0));
+  for (std::int64_t i = 0; i < count; ++i) ticks.push_back((first + double(i)) * step + 0.0);
   return ticks;
 }
 
@@ -261,9 +283,16 @@ void save_line_chart_png(const std::string& path, const std::vector<Series>& ser
   check(options.width >= 200 && options.height >= 150, "{}: '{}': the chart must be at least 200x150 pixels, got {}x{}",
         kCaller, path, options.width, options.height);
   check_side(kCaller, path, options.width, options.height);
+  check_text(kCaller, path, options.title, "title");
+  check_text(kCaller, path, options.x_label, "x_label");
+  check_text(kCaller, path, options.y_label, "y_label");
+  check(std::int64_t(series.size()) * kLineHeight <= options.height,
+        "{}: '{}': {} series do not fit in the legend of a chart {} pixels high", kCaller, path, series.size(),
+        options.height);
   std::size_t longest = 0;
   double lo = INFINITY, hi = -INFINITY;
   for (const Series& s : series) {
+    check_text(kCaller, path, s.name, "series name");
     check(!s.values.empty(), "{}: '{}': series '{}' has no values", kCaller, path, s.name);
     for (std::size_t i = 0; i < s.values.size(); ++i) {
       const double v = s.values[i];
@@ -277,13 +306,18 @@ void save_line_chart_png(const std::string& path, const std::vector<Series>& ser
     longest = std::max(longest, s.values.size());
   }
   // The y range: the data plus 5% on either side; a flat line gets a range around it (a decade on log axes).
-  if (hi == lo) {
+  // A range below a billionth of the values is flat too: its ticks would be indistinguishable numbers.
+  const double data_lo = lo, data_hi = hi;
+  if (hi - lo <= 1e-9 * std::max(std::abs(lo), std::abs(hi))) {
     const double half = options.log_y || lo == 0 ? 1.0 : std::abs(lo) * 0.5;
     lo -= half, hi += half;
   } else {
     const double margin = 0.05 * (hi - lo);
     lo -= margin, hi += margin;
   }
+  check(std::isfinite(lo) && std::isfinite(hi) && std::isfinite(hi - lo),
+        "{}: '{}': values from {} to {} span more than a double holds, with the axis' margins", kCaller, path,
+        data_lo, data_hi);
   const double x_lo = 1.0, x_hi = double(std::max<std::size_t>(longest, 2));
 
   // y ticks in plot coordinates (log10 of the value on a log axis): there, powers of ten; within less than a

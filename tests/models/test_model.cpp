@@ -8,6 +8,7 @@
 #include <regex>
 #include <sstream>
 
+#include "framework/runtime/detail/scoped_environment.hpp"
 #include "loom.hpp"
 #include "tests/temp_files.hpp"
 #include "tests/test_helpers.hpp"
@@ -555,4 +556,20 @@ TEST_CASE("one optimizer compiled into two models is refused, as Keras refuses i
   third.compile({.optimizer = optimizer, .loss = "mse"});
   CHECK_THROWS_WITH(third.fit(x, y, {.verbose = 0}), Catch::Contains("give each model its own optimizer"));
   CHECK(optimizer->iterations() == 2);
+}
+
+TEST_CASE("summary never overflows, allocates without bound or throws on a narrow terminal", "[summary]") {
+  auto model = L::Sequential({L::Input({4}), L::Dense(2)});
+  std::ostringstream out;
+  CHECK_THROWS_WITH(model.summary({.line_length = std::numeric_limits<int>::max(), .out = &out}),
+                    Catch::Contains("line_length 2147483647 is more than 10000"));
+  CHECK_THROWS_WITH(model.summary({.line_length = -5, .out = &out}), Catch::Contains("line_length -5"));
+  CHECK_THROWS_WITH(model.summary({.out = nullptr}), Catch::Contains("summary") && Catch::Contains("null"));
+  for (const char* columns : {"1", "11", "-3", "0"}) {
+    ScopedEnvironment narrow("COLUMNS", columns);
+    INFO("COLUMNS=" << columns);
+    CHECK(L::default_summary_line_length() >= 40);
+    CHECK_NOTHROW(model.summary({.out = &out}));
+  }
+  CHECK_NOTHROW(model.summary({.line_length = 10'000, .out = &out}));
 }

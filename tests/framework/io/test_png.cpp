@@ -224,3 +224,46 @@ TEST_CASE("save_line_chart_png rejects bad input", "[png]") {
                       Catch::Contains("100x50"));
   CHECK_FALSE(fs::exists(path));
 }
+
+TEST_CASE("save_line_chart_png ends on converged and huge values: a flat line, few ticks", "[png]") {
+  TempDir dir("png");
+  // Ranges far below the values' spacing of ticks once made tick loops that never advanced.
+  for (const std::vector<double>& values : std::vector<std::vector<double>>{
+           {0.5, 0.5000000000000001}, {1e17, 1e17 + 16}, {1e300, 1.0000000000001e300}, {-1e-300, 1e-300},
+           {1.0, 1.0 + 1e-10}}) {
+    INFO("values " << values[0] << ", " << values[1]);
+    io::save_line_chart_png(dir.file("flat.png"), {{"loss", values}});
+    const Image image(dir.file("flat.png"));
+    CHECK(image.width == 640);
+  }
+  io::save_line_chart_png(dir.file("log.png"), {{"loss", {0.5, 0.5000000000000001}}}, {.log_y = true});
+  for (const std::vector<double>& values : std::vector<std::vector<double>>{{1e308, -1e308}, {1.7e308, 1.7e308}})
+    CHECK_THROWS_WITH(io::save_line_chart_png(dir.file("wide.png"), {{"loss", values}}),
+                      Catch::Contains("span more than a double holds"));
+}
+
+TEST_CASE("heatmap and chart texts and sizes are bounded before any drawing", "[png]") {
+  TempDir dir("png");
+  const std::string path = dir.file("big.png");
+  const Tensor m = Tensor::ones({2, 2});
+  const std::string long_label(1'000'000, 'x');
+  REQUIRE_THROWS_WITH(io::save_heatmap_png(path, m, {.row_labels = {long_label, "b"}}),
+                      Catch::Contains("save_heatmap_png") && Catch::Contains("row label is 1000000 characters"));
+  REQUIRE_THROWS_WITH(io::save_heatmap_png(path, m, {.col_labels = {"a", long_label}}),
+                      Catch::Contains("column label"));
+  REQUIRE_THROWS_WITH(io::save_heatmap_png(path, m, {.title = long_label}), Catch::Contains("title"));
+  // Labels short enough to measure but too wide for a picture: refused by the picture's final size.
+  REQUIRE_THROWS_WITH(io::save_heatmap_png(path, m, {.row_labels = {std::string(20'000, 'x'), "b"}}),
+                      Catch::Contains("pixels, more than 30000 per side"));
+  REQUIRE_THROWS_WITH(io::save_heatmap_png(path, m, {.cell = 10'000}), Catch::Contains("more than 50000000 in all"));
+  // A matrix of 2^62 columns (a broadcast view) stops before a value is read.
+  REQUIRE_THROWS_WITH(io::save_heatmap_png(path, Tensor::ones({1, 1}).broadcast_to({1, std::int64_t(1) << 62})),
+                      Catch::Contains("more cells per side"));
+  REQUIRE_THROWS_WITH(io::save_line_chart_png(path, {{long_label, {1.0}}}), Catch::Contains("series name"));
+  REQUIRE_THROWS_WITH(io::save_line_chart_png(path, {{"loss", {1.0}}}, {.x_label = long_label}),
+                      Catch::Contains("x_label"));
+  std::vector<io::Series> many(40, io::Series{"s", {1.0}});
+  REQUIRE_THROWS_WITH(io::save_line_chart_png(path, many, {.width = 300, .height = 200}),
+                      Catch::Contains("40 series do not fit"));
+  CHECK_FALSE(fs::exists(path));
+}
