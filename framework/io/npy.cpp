@@ -1,7 +1,5 @@
 #include "framework/io/npy.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -12,6 +10,7 @@
 #include <string_view>
 
 #include "framework/io/atomic_file.hpp"
+#include "framework/io/detail/input_file.hpp"
 #include "framework/io/detail/text_cursor.hpp"
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/strided.hpp"
@@ -52,16 +51,6 @@ std::string shape_repr(const Shape& shape) {
 
 std::string error_text() { return std::strerror(errno); }
 
-/// Owns a FILE*; closing is explicit where its result matters (the writer).
-struct File {
-  std::FILE* f = nullptr;
-  File(const std::string& path, const char* mode) : f(std::fopen(path.c_str(), mode)) {}
-  ~File() {
-    if (f != nullptr) std::fclose(f);
-  }
-  File(const File&) = delete;
-  File& operator=(const File&) = delete;
-};
 
 // ---- header parsing: the subset of Python literal syntax NumPy writes, parsed strictly ----
 
@@ -249,15 +238,12 @@ void save_npy(const std::string& path, const Tensor& t) {
 }
 
 Tensor load_npy(const std::string& path) {
-  File file(path, "rb");
-  check(file.f != nullptr, "load_npy: cannot open '{}': {}", path, error_text());
-  struct stat info {};
-  check(::fstat(::fileno(file.f), &info) == 0 && S_ISREG(info.st_mode), "load_npy: '{}' is not a regular file", path);
-  const std::uint64_t file_size = std::uint64_t(info.st_size);
+  const detail::InputFile file("load_npy", path);
+  const std::uint64_t file_size = file.size();
 
   auto read_exactly = [&](void* out, std::size_t bytes, const char* what) {
-    check(std::fread(out, 1, bytes, file.f) == bytes, "load_npy: '{}': reading {} failed: {}", path, what,
-          std::ferror(file.f) ? error_text() : "unexpected end of file");
+    check(std::fread(out, 1, bytes, file.get()) == bytes, "load_npy: '{}': reading {} failed: {}", path, what,
+          std::ferror(file.get()) ? error_text() : "unexpected end of file");
   };
 
   // Magic string, version, header length (2 bytes in 1.0, 4 bytes in 2.0 and 3.0).

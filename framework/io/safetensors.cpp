@@ -1,7 +1,5 @@
 #include "framework/io/safetensors.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -16,6 +14,7 @@
 
 #include "framework/autograd/tape.hpp"
 #include "framework/io/atomic_file.hpp"
+#include "framework/io/detail/input_file.hpp"
 #include "framework/io/detail/text_cursor.hpp"
 #include "framework/tensor/detail/tensor_impl.hpp"
 
@@ -417,16 +416,6 @@ std::vector<Layout> check_layout(const Header& header, std::uint64_t data_bytes,
 
 std::string error_text() { return std::strerror(errno); }
 
-/// Owns a FILE* opened for reading.
-struct InputFile {
-  std::FILE* f;
-  explicit InputFile(const std::string& path) : f(std::fopen(path.c_str(), "rb")) {}
-  ~InputFile() {
-    if (f != nullptr) std::fclose(f);
-  }
-  InputFile(const InputFile&) = delete;
-  InputFile& operator=(const InputFile&) = delete;
-};
 
 /// Reads a tensor's bytes (the file positioned at them) into a fresh loom tensor, widening F16 and BF16.
 Tensor read_tensor(const Layout& l, const std::function<void(void*, std::size_t)>& read_exactly) {
@@ -504,15 +493,11 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
 }
 
 SafetensorsFile read_safetensors(const std::string& path) {
-  InputFile file(path);
-  check(file.f != nullptr, "load_safetensors: cannot open '{}': {}", path, error_text());
-  struct stat info {};
-  check(::fstat(::fileno(file.f), &info) == 0 && S_ISREG(info.st_mode), "load_safetensors: '{}' is not a regular file",
-        path);
-  const std::uint64_t file_size = std::uint64_t(info.st_size);
+  const detail::InputFile file("load_safetensors", path);
+  const std::uint64_t file_size = file.size();
   const std::function<void(void*, std::size_t)> read_exactly = [&](void* out, std::size_t bytes) {
-    check(std::fread(out, 1, bytes, file.f) == bytes, "load_safetensors: '{}': reading failed: {}", path,
-          std::ferror(file.f) ? error_text() : "unexpected end of file");
+    check(std::fread(out, 1, bytes, file.get()) == bytes, "load_safetensors: '{}': reading failed: {}", path,
+          std::ferror(file.get()) ? error_text() : "unexpected end of file");
   };
 
   check(file_size >= kLengthBytes,

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <fstream>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -616,8 +616,10 @@ Id open_file(const std::string& path, std::string_view image, const std::string&
           "{}: setting up an in-memory file failed: {}", context, hdf5_reason());
     name = memory_file_name();
   } else {
-    std::ifstream probe(path, std::ios::binary);
-    check(probe.good(), "{}: cannot open the file", context);
+    // stat, not open: opening a FIFO would wait for a writer.
+    std::error_code ec;
+    check(std::filesystem::is_regular_file(path, ec), "{}: cannot open the file: {}", context,
+          std::filesystem::exists(path, ec) ? "not a regular file" : "no such file");
   }
   Id file(H5Fopen(name.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
   check(file.valid(), "{}: not a readable HDF5 file: {}", context, hdf5_reason());
