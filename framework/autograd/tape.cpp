@@ -1,7 +1,10 @@
 #include "framework/autograd/tape.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <memory>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -50,9 +53,10 @@ class TensorIdSet {
 namespace {
 
 /// Per thread: the live tapes (outermost first), the NoGradGuard depth, and the op whose backward rule
-/// gradient() is running (named by check_numerics).
+/// gradient() is running (named by check_numerics). A tape destroyed on another thread only marks its
+/// recording closed; this thread drops it from the list at its next op, so nothing here ever dangles.
 struct ThreadAutograd {
-  std::vector<GradientTape*> tapes;
+  std::vector<std::shared_ptr<GradientTape::Recording>> tapes;
   int no_grad_depth = 0;
   std::string_view replaying;
 };
@@ -78,6 +82,8 @@ class ReplayingOp {
 }  // namespace
 
 struct GradientTape::Recording {
+  std::atomic<bool> closed{false};  // the tape is gone (set by its destructor, on whichever thread)
+  std::thread::id owner = std::this_thread::get_id();
   GradientTapeOptions options;
   bool used = false;
   int paused = 0;
@@ -89,28 +95,34 @@ struct GradientTape::Recording {
   }
 };
 
-struct TapeRecorder {
-  static bool wants(const GradientTape& tape, const Tensor& t) {
-    return tape.recording_->paused == 0 && tape.recording_->tracks(t);
-  }
+namespace {
 
-  static void append(GradientTape& tape, TapeNode&& node, const std::vector<Tensor>& outputs) {
-    tape.recording_->nodes.push_back(std::move(node));
-    for (const auto& out : outputs)
-      if (out.defined() && is_floating(out.dtype())) tape.recording_->tracked.insert(out.id());
-  }
-};
+bool wants(const GradientTape::Recording& rec, const Tensor& t) { return rec.paused == 0 && rec.tracks(t); }
+
+void append(GradientTape::Recording& rec, TapeNode&& node, const std::vector<Tensor>& outputs) {
+  rec.nodes.push_back(std::move(node));
+  for (const auto& out : outputs)
+    if (out.defined() && is_floating(out.dtype())) rec.tracked.insert(out.id());
+}
+
+/// This thread's live tapes, after dropping those destroyed on other threads.
+std::vector<std::shared_ptr<GradientTape::Recording>>& live_tapes(ThreadAutograd& state) {
+  std::erase_if(state.tapes, [](const auto& rec) { return rec->closed.load(std::memory_order_acquire); });
+  return state.tapes;
+}
+
+}  // namespace
 
 // ---- GradientTape ----
 
-GradientTape::GradientTape(const GradientTapeOptions& options) : recording_(std::make_unique<Recording>()) {
+GradientTape::GradientTape(const GradientTapeOptions& options) : recording_(std::make_shared<Recording>()) {
   recording_->options = options;
-  thread_autograd().tapes.push_back(this);
+  thread_autograd().tapes.push_back(recording_);
 }
 
 GradientTape::~GradientTape() {
-  auto& tapes = thread_autograd().tapes;
-  tapes.erase(std::remove(tapes.begin(), tapes.end(), this), tapes.end());
+  recording_->closed.store(true, std::memory_order_release);
+  if (recording_->owner == std::this_thread::get_id()) live_tapes(thread_autograd());
 }
 
 void GradientTape::watch(const Tensor& t) {
@@ -164,6 +176,15 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
           "GradientTape.gradient: output_gradient must match the target ({} {}), got {} {}", target.dtype(),
           target.shape(), output_gradient.dtype(), output_gradient.shape());
 
+  // A tape records only the thread that created it. Ops on watched sources run elsewhere leave it empty, and
+  // TensorFlow's optimizer would then say "No gradients provided for any variable"; zeros would train silently.
+  const bool watches_a_source =
+      std::any_of(sources.begin(), sources.end(), [&](const Tensor& s) { return rec.tracks(s); });
+  check(!rec.nodes.empty() || rec.tracks(target) || !watches_a_source,
+        "GradientTape.gradient: the tape watches a source but recorded no op, and the target ({} of shape {}) was "
+        "computed without it: on another thread (a tape records only the thread that created it), before the tape "
+        "existed, or under NoGradGuard or stop_recording()",
+        target.dtype(), target.shape());
   const StopRecording replaying(*this);  // outer tapes keep recording: that is what gives higher order
 
   // Forward sweep: which nodes lie on a path from some source. A source this tape does not track (never
@@ -248,11 +269,11 @@ const Tensor& tensor_of(const Tensor& t) { return t; }
 
 template <class Inputs>
 bool tracked_on_this_thread(const Inputs& inputs) {
-  const auto& state = thread_autograd();
+  auto& state = thread_autograd();
   if (state.tapes.empty() || state.no_grad_depth > 0) return false;
-  for (const GradientTape* tape : state.tapes)
+  for (const auto& rec : live_tapes(state))
     for (const auto& t : inputs)
-      if (TapeRecorder::wants(*tape, tensor_of(t))) return true;
+      if (wants(*rec, tensor_of(t))) return true;
   return false;
 }
 
@@ -276,13 +297,14 @@ void record(const char* op, const std::vector<Tensor>& inputs, const std::vector
   auto& state = thread_autograd();
   if (check_numerics_enabled()) numerics::check_finite(op, inputs, outputs, {.gradient_of = state.replaying});
   if (state.tapes.empty() || state.no_grad_depth > 0) return;
-  auto wants_any = [&](const GradientTape* tape) {
+  auto& tapes = live_tapes(state);
+  auto wants_any = [&](const std::shared_ptr<GradientTape::Recording>& rec) {
     for (const Tensor& t : inputs)
-      if (TapeRecorder::wants(*tape, t)) return true;
+      if (wants(*rec, t)) return true;
     return false;
   };
-  const auto last = std::find_if(state.tapes.rbegin(), state.tapes.rend(), wants_any);
-  if (last == state.tapes.rend()) return;
+  const auto last = std::find_if(tapes.rbegin(), tapes.rend(), wants_any);
+  if (last == tapes.rend()) return;
 
   TapeNode node{op, {}, {}, std::move(backward)};
   node.inputs.reserve(inputs.size());
@@ -292,9 +314,9 @@ void record(const char* op, const std::vector<Tensor>& inputs, const std::vector
   for (const Tensor& t : outputs) node.outputs.push_back(TensorMeta{t.id(), t.dtype(), t.shape()});
   // Outer tapes that want the node get copies (the closure's captured tensors are shared handles); the
   // innermost one takes it by move, so the common single-tape case copies nothing.
-  for (auto it = state.tapes.begin(); *it != *last; ++it)
-    if (wants_any(*it)) TapeRecorder::append(**it, TapeNode(node), outputs);
-  TapeRecorder::append(**last, std::move(node), outputs);
+  for (auto it = tapes.begin(); *it != *last; ++it)
+    if (wants_any(*it)) append(**it, TapeNode(node), outputs);
+  append(**last, std::move(node), outputs);
 }
 
 }  // namespace autograd

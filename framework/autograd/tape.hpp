@@ -71,8 +71,7 @@ class GradientTape {
   struct Recording;  // what the tape has recorded (framework/autograd/tape.cpp)
 
  private:
-  friend struct TapeRecorder;  // tape.cpp: appends nodes on behalf of autograd::record
-  std::unique_ptr<Recording> recording_;
+  std::shared_ptr<Recording> recording_;  // shared with the creating thread's list of live tapes
 };
 
 /// RAII: nothing is recorded on this thread while it lives (optimizer updates, numeric gradcheck passes).

@@ -124,3 +124,41 @@ TEST_CASE("custom training loops with tapes in two threads at once match sequent
   CHECK(in_thread_a == first);
   CHECK(in_thread_b == second);
 }
+
+TEST_CASE("a tape destroyed on another thread leaves its creating thread safe", "[threads]") {
+  const Tensor x = f64({1.0, 2.0}, {2});
+  // Created here, destroyed on a second thread while this one goes on recording with a new tape.
+  auto handed_over = std::make_unique<GradientTape>();
+  handed_over->watch(x);
+  std::thread destroyer([tape = std::move(handed_over)]() mutable { tape.reset(); });
+  destroyer.join();
+  {
+    GradientTape tape;
+    tape.watch(x);
+    const std::vector<Tensor> g = tape.gradient(ops::sum(ops::square(x)), {x});
+    CHECK(values(g[0]) == std::vector<double>{2.0, 4.0});
+  }
+  // Created on a thread that has ended, destroyed here.
+  std::unique_ptr<GradientTape> orphan;
+  std::thread creator([&] {
+    orphan = std::make_unique<GradientTape>(GradientTapeOptions{.persistent = true});
+    orphan->watch(x);
+    const Tensor z = ops::sum(x * 3.0);
+    CHECK(values(orphan->gradient(z, {x})[0]) == std::vector<double>{3.0, 3.0});
+  });
+  creator.join();
+  orphan.reset();
+  CHECK(values(ops::sum(x * 2.0)) == std::vector<double>{6.0});
+}
+
+TEST_CASE("a tape says so when its target was computed on another thread", "[threads]") {
+  const Tensor x = f64({1.0, 2.0}, {2});
+  GradientTape tape;
+  tape.watch(x);
+  Tensor y;
+  std::thread other([&] { y = ops::sum(ops::square(x)); });  // not recorded: the tape belongs to this thread
+  other.join();
+  CHECK(tape.recorded_ops().empty());
+  CHECK_THROWS_WITH(tape.gradient(y, {x}),
+                    Catch::Contains("recorded no op") && Catch::Contains("on another thread"));
+}
