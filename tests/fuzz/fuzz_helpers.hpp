@@ -1,13 +1,17 @@
 #pragma once
-// Shared by the libFuzzer targets: the input as a file (the loaders read paths) and the round-trip check
-// that a loaded tensor saves and loads back to the same bytes.
+// Shared by the libFuzzer targets: the input as a file (the loaders read paths), the round-trip check
+// that a loaded tensor saves and loads back to the same bytes, and the shape ops run on what loaded.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "framework/ops/ops.hpp"
 #include "framework/tensor/detail/tensor_impl.hpp"
+#include "framework/tensor/error.hpp"
 #include "framework/tensor/tensor.hpp"
 #include "tests/temp_files.hpp"
 
@@ -43,6 +47,32 @@ inline void require_same(const Tensor& a, const Tensor& b) {
   require(a.dtype() == b.dtype(), "the round trip keeps the dtype");
   require(a.shape() == b.shape(), "the round trip keeps the shape");
   require(tensor_bytes(a) == tensor_bytes(b), "the round trip keeps the bytes");
+}
+
+/// The size arithmetic of the shape ops on a loaded tensor, whose dimensions the fuzzer chose (zero-size
+/// tensors with dimensions near 2^62 among them): each call gives a result or a loom::Error.
+inline void exercise_size_arithmetic(const Tensor& t) {
+  const auto attempt = [](auto&& call) {
+    try {
+      call();
+    } catch (const Error&) {
+    }
+  };
+  if (t.ndim() == 0 || !is_floating(t.dtype())) return;
+  attempt([&] { ops::concat({t, t}, 0); });
+  attempt([&] { ops::split(t, std::vector<std::int64_t>{t.size(0), 0}, 0); });
+  attempt([&] { ops::reshape(t, {-1}); });
+  attempt([&] { ops::reshape(t, {t.size(0), -1}); });
+  attempt([&] { ops::expand_dims(t, 0); });
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  attempt([&] { ops::slice(t, 0, 0, kMax, kMax - 1); });
+  attempt([&] { ops::sum(t, {0}); });
+  attempt([&] { ops::sum(t, {-1}); });
+  attempt([&] {
+    Shape three_of_it{3};
+    three_of_it.insert(three_of_it.end(), t.shape().begin(), t.shape().end());
+    ops::sum(ops::broadcast_to(t, three_of_it), {0});
+  });
 }
 
 }  // namespace loom::fuzzing

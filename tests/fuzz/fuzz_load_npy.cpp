@@ -1,5 +1,5 @@
 // libFuzzer target for io::load_npy: any input is either a tensor or a loom::Error; a loaded tensor saves
-// and loads back to the same dtype, shape and bytes. Anything else (a sanitizer report, another exception,
+// and loads back to the same dtype, shape and bytes, and the shape ops on it give results or loom::Errors. Anything else (a sanitizer report, another exception,
 // a broken invariant) is a crash.
 #include <cstdint>
 
@@ -16,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error&) {
     return 0;  // a clean rejection
   }
+  fuzzing::exercise_size_arithmetic(loaded);
   const std::string copy = fuzzing::work_dir().file("roundtrip.npy");
   io::save_npy(copy, loaded);
   fuzzing::require_same(loaded, io::load_npy(copy));

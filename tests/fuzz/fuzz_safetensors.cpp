@@ -16,6 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   } catch (const Error&) {
     return 0;  // a clean rejection
   }
+  for (const auto& entry : loaded.tensors) fuzzing::exercise_size_arithmetic(entry.second);
   const std::string copy = fuzzing::work_dir().file("roundtrip.safetensors");
   try {
     io::save_safetensors(copy, loaded.tensors, loaded.metadata);

@@ -61,6 +61,12 @@ def npy_corpus():
     write(t, "bad_shape_not_tuple", npy("<f4", (3,), [1.0, 2.0, 3.0], shape_text="(3)"))
     write(t, "bad_shape_overflow", npy("<f4", (2,), [1.0, 2.0], shape_text="(4611686018427387904, 4)"))
     write(t, "bad_negative_dimension", npy("<f4", (2,), [1.0, 2.0], shape_text="(-2,)"))
+    # Sizes near 2^63: zero-size tensors whose other dimensions overflow the strides or the ops' outputs.
+    write(t, "zero_size_2p30_2p30", npy("<f4", (0,), [], shape_text="(0, 1073741824, 1073741824)"))
+    write(t, "bad_zero_size_strides_overflow", npy("<f4", (0,), [], shape_text="(0, 4611686018427387904, 4)"))
+    write(t, "zero_size_max_dimension", npy("<f8", (0,), [], shape_text="(9223372036854775807, 0)"))
+    write(t, "rank_64", npy("<f4", (1,), [1.5], shape_text="(" + "1, " * 64 + ")"))
+    write(t, "bad_rank_65", npy("<f4", (1,), [1.5], shape_text="(" + "1, " * 65 + ")"))
 
 
 # ---- safetensors ----
@@ -116,6 +122,14 @@ def safetensors_corpus():
                                                                   ':[0,4]}}') + b"\x00" * 4)
     write(t, "bad_unknown_field", safetensors([], header_override='{"a":{"dtype":"F32","shape":[],"data_offsets":'
                                                                   '[0,4],"extra":1}}') + b"\x00" * 4)
+    # Sizes near 2^63 and ranks at the limit.
+    write(t, "zero_size_2p30_2p30", safetensors([], header_override='{"z":{"dtype":"F32","shape":[0,1073741824,'
+                                                                    '1073741824],"data_offsets":[0,0]}}'))
+    write(t, "bad_zero_size_strides_overflow",
+          safetensors([], header_override='{"z":{"dtype":"F32","shape":[0,4611686018427387904,4],'
+                                          '"data_offsets":[0,0]}}'))
+    write(t, "rank_64", safetensors([("r", "F32", (1,) * 64, [2.5])]))
+    write(t, "bad_rank_65", safetensors([("r", "F32", (1,) * 65, [2.5])]))
     write(t, "bad_utf8", safetensors([], header_override=b'{"\xff":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}')
           + b"\x00" * 4)
     write(t, "bad_lone_surrogate", safetensors([], header_override='{"\\udc00":{"dtype":"F32","shape":[],'
