@@ -176,15 +176,6 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
           "GradientTape.gradient: output_gradient must match the target ({} {}), got {} {}", target.dtype(),
           target.shape(), output_gradient.dtype(), output_gradient.shape());
 
-  // A tape records only the thread that created it. Ops on watched sources run elsewhere leave it empty, and
-  // TensorFlow's optimizer would then say "No gradients provided for any variable"; zeros would train silently.
-  const bool watches_a_source =
-      std::any_of(sources.begin(), sources.end(), [&](const Tensor& s) { return rec.tracks(s); });
-  check(!rec.nodes.empty() || rec.tracks(target) || !watches_a_source,
-        "GradientTape.gradient: the tape watches a source but recorded no op, and the target ({} of shape {}) was "
-        "computed without it: on another thread (a tape records only the thread that created it), before the tape "
-        "existed, or under NoGradGuard or stop_recording()",
-        target.dtype(), target.shape());
   const StopRecording replaying(*this);  // outer tapes keep recording: that is what gives higher order
 
   // Forward sweep: which nodes lie on a path from some source. A source this tape does not track (never

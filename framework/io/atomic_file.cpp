@@ -86,7 +86,8 @@ void sync_directory(const fs::path& folder) {
 
 }  // namespace
 
-void write_file_atomically(std::string_view caller, const std::string& path, const std::vector<std::string_view>& pieces) {
+void write_file_atomically(std::string_view caller, const std::string& path,
+                           const std::vector<std::string_view>& pieces) {
   const fs::path target = resolve_links(caller, path);
   const fs::path folder = target.parent_path();
   const std::string prefix = temporary_prefix(target);

@@ -893,7 +893,8 @@ std::shared_ptr<Model> sequential_from(const json& config, const LoadContext& co
   }
   if (policy && model->built() && model->dtype() != *policy)
     throw Error(fmt::format("{}: the layers' dtype policy is {} but the model's input builds them in {}; give the "
-                            "InputLayer that dtype", where, keras_dtype_name(*policy), keras_dtype_name(model->dtype())));
+                            "InputLayer that dtype",
+                            where, keras_dtype_name(*policy), keras_dtype_name(model->dtype())));
   if (has_value(config, "trainable") && !as_bool(config["trainable"], where + ": 'trainable'"))
     model->set_trainable(false);
   return model;

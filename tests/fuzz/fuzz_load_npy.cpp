@@ -1,6 +1,6 @@
 // libFuzzer target for io::load_npy: any input is either a tensor or a loom::Error; a loaded tensor saves
-// and loads back to the same dtype, shape and bytes, and the shape ops on it give results or loom::Errors. Anything else (a sanitizer report, another exception,
-// a broken invariant) is a crash.
+// and loads back to the same dtype, shape and bytes, and the shape ops on it give results or loom::Errors.
+// Anything else (a sanitizer report, another exception, a broken invariant) is a crash.
 #include <cstdint>
 
 #include "framework/io/npy.hpp"
