@@ -267,6 +267,7 @@ std::vector<double> nice_ticks(double lo, double hi, int target, double min_step
   // Multiples of the step (not a running sum) so that 0 is exactly 0; adding +0 turns -0 into 0. Counted in
   // integers: past 2^53 a double k + 1 is k again. The callers' ranges give about `target` ticks; at most
   // 4 * target + 2 are kept whatever rounding does.
+  if (!(step > 0.0) || !std::isfinite(step)) return ticks;  // a range of a few denormals: (hi - lo) / target is 0
   const double first = std::ceil(lo / step), last = std::floor(hi / step);
   if (!(last >= first)) return ticks;
   const auto count = std::int64_t(std::min(last - first + 1.0, 4.0 * target + 2.0));

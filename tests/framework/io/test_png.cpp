@@ -230,7 +230,7 @@ TEST_CASE("save_line_chart_png ends on converged and huge values: a flat line, f
   // Ranges far below the values' spacing of ticks once made tick loops that never advanced.
   for (const std::vector<double>& values : std::vector<std::vector<double>>{
            {0.5, 0.5000000000000001}, {1e17, 1e17 + 16}, {1e300, 1.0000000000001e300}, {-1e-300, 1e-300},
-           {1.0, 1.0 + 1e-10}}) {
+           {1.0, 1.0 + 1e-10}, {0.0, 5e-324}}) {
     INFO("values " << values[0] << ", " << values[1]);
     io::save_line_chart_png(dir.file("flat.png"), {{"loss", values}});
     const Image image(dir.file("flat.png"));
