@@ -382,10 +382,6 @@ void Model::update_metrics(const std::vector<Tensor>& y_true, const std::vector<
     metrics_[m]->update_state(y_true[metric_outputs_[m]], y_pred[metric_outputs_[m]]);
 }
 
-namespace {
-std::string non_finite_name(double value) { return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf"; }
-}  // namespace
-
 // A step is applied only when its loss and its gradients are finite; otherwise the forward pass's writes are
 // put back and nothing changes (TerminateOnNaN stops there too, but after the bad step).
 Model::StepLosses Model::train_step(const Batch& batch, const std::string& where) {
@@ -405,7 +401,7 @@ Model::StepLosses Model::train_step(const Batch& batch, const std::string& where
       forward_writes.restore();
       throw Error(fmt::format("{}.{}: the loss became {}; the step was not applied, the weights are those before "
                               "this batch (check the learning rate and the data)",
-                              name(), where, non_finite_name(losses.value)));
+                              name(), where, numerics::non_finite_name(losses.value)));
     }
     gradients = tape.gradient(losses.total, variables);
   }
@@ -434,8 +430,8 @@ void Model::apply_finite_step(const std::vector<Tensor>& gradients, const std::v
     forward_writes.restore();
     throw Error(fmt::format("{}.{}: the gradient of '{}' (shape {}) holds {} at element {}; the step was not "
                             "applied, the weights are those before this batch (check the learning rate and the data)",
-                            name(), where, variables[i].name(), variables[i].shape(), non_finite_name(bad->value),
-                            unravel_index(bad->index, variables[i].shape())));
+                            name(), where, variables[i].name(), variables[i].shape(),
+                            numerics::non_finite_name(bad->value), unravel_index(bad->index, variables[i].shape())));
   }
   optimizer_->apply_aggregated_gradients(aggregated, variables);
 }
@@ -729,11 +725,9 @@ std::vector<std::string> Model::child_output_shapes() const {
 }
 
 SummaryTotals Model::summary_totals() const {
-  // Totals count each weight once, however many times it is shared.
+  // weights() lists a shared weight once, so each counts once.
   SummaryTotals totals{};
-  std::set<std::uint64_t> seen;
   for (const auto& w : weights()) {
-    if (!seen.insert(w.id()).second) continue;
     const std::int64_t count = w.value().numel(), bytes = count * std::int64_t(dtype_size(w.dtype()));
     totals.total += count;
     totals.total_bytes += bytes;

@@ -61,8 +61,6 @@ std::optional<NonFinite> first_non_finite_of(const Tensor& t) {
   return bad;
 }
 
-std::string kind(double value) { return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf"; }
-
 std::string describe(const std::vector<Tensor>& tensors) {
   std::string out;
   for (const Tensor& t : tensors) {
@@ -79,6 +77,8 @@ std::string output_name(std::size_t k, std::size_t count, const CheckSite& site)
 }
 
 }  // namespace
+
+std::string non_finite_name(double value) { return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf"; }
 
 std::optional<NonFinite> first_non_finite(const Tensor& t) {
   if (!t.defined() || !is_floating(t.dtype())) return std::nullopt;
@@ -101,11 +101,11 @@ void check_finite(std::string_view op, const std::vector<Tensor>& inputs, const 
       throw Error(fmt::format(
           "check_numerics: {} came into op '{}' with its {} {} (element {} of shape {}; {}: {}){}; no checked op "
           "produced it: it was in the data, or written by code that is not an op",
-          kind(incoming->value), name, site.backward_rule ? "output gradient" : "input", i,
+          non_finite_name(incoming->value), name, site.backward_rule ? "output gradient" : "input", i,
           unravel_index(incoming->index, inputs[i].shape()), inputs[i].shape(), inputs_are, describe(inputs), within));
     }
     throw Error(fmt::format("check_numerics: op '{}' produced {} at element {} of {} of shape {} ({}: {}){}", name,
-                            kind(bad->value), unravel_index(bad->index, outputs[k].shape()),
+                            non_finite_name(bad->value), unravel_index(bad->index, outputs[k].shape()),
                             output_name(k, outputs.size(), site), outputs[k].shape(), inputs_are, describe(inputs),
                             within));
   }

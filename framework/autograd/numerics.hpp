@@ -16,6 +16,7 @@
 // Off (the default), an op pays one relaxed atomic load. On, each op's output is read once more.
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct NonFinite {
 /// The first non-finite element of `t`, or nothing when every element is finite (or `t` is undefined or not a
 /// float tensor). One read of `t`, whatever its strides.
 std::optional<NonFinite> first_non_finite(const Tensor& t);
+/// How messages name a non-finite value: "NaN", "inf" or "-inf".
+std::string non_finite_name(double value);
 
 /// The check each op's outputs get while check_numerics is on, callable on its own (tf.debugging.check_numerics).
 /// Throws loom::Error when an output of `op` holds a NaN or an infinity, naming the op, the element, the
