@@ -8,6 +8,16 @@
 
 namespace loom::layers {
 
+namespace {
+
+/// A single output's spec as record_call takes it.
+std::optional<std::vector<graph::OutputSpec>> single_spec(std::optional<graph::OutputSpec> spec) {
+  if (!spec) return std::nullopt;
+  return std::vector<graph::OutputSpec>{std::move(*spec)};
+}
+
+}  // namespace
+
 std::string unique_layer_name(std::string_view base) { return graph::unique_name(base); }
 
 void reset_layer_names() { graph::reset_names(); }
@@ -77,7 +87,8 @@ std::shared_ptr<Layer> Layer::move_into_shared() && {
 }
 
 std::vector<Tensor> Layer::record_call(const std::vector<Tensor>& inputs, LayerCall call,
-                                       std::shared_ptr<Layer> owner, graph::Attributes attributes) {
+                                       std::shared_ptr<Layer> owner, graph::Attributes attributes,
+                                       std::optional<std::vector<graph::OutputSpec>> output_specs) {
   auto handle = this->handle();
   if (!owner) owner = weak_from_this().lock();  // a layer held by a shared_ptr: the graph shares it
   if (owner) handle->owned = std::move(owner);
@@ -86,7 +97,8 @@ std::vector<Tensor> Layer::record_call(const std::vector<Tensor>& inputs, LayerC
     return call(self, values, training);
   };
   auto outputs =
-      graph::record(name_, class_name(), inputs, std::move(function), handle, handle->nodes, std::move(attributes));
+      graph::record(name_, class_name(), inputs, std::move(function), handle, handle->nodes, std::move(attributes),
+                    std::move(output_specs));
   ++handle->nodes;
   return outputs;
 }
@@ -97,7 +109,7 @@ Tensor Layer::operator()(const Tensor& x, bool training) && {
   Layer& self = *owned;
   self.maybe_build(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::f32);
   auto call = [](Layer& layer, const std::vector<Tensor>& v, bool t) { return std::vector<Tensor>{layer(v[0], t)}; };
-  return self.record_call({x}, call, std::move(owned)).front();
+  return self.record_call({x}, call, std::move(owned), {}, single_spec(self.compute_output_spec(x))).front();
 }
 
 Tensor Layer::operator()(const Tensor& x, bool training) & {
@@ -105,7 +117,7 @@ Tensor Layer::operator()(const Tensor& x, bool training) & {
   maybe_build(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::f32);
   if (graph::is_symbolic(x)) {
     auto call = [](Layer& layer, const std::vector<Tensor>& v, bool t) { return std::vector<Tensor>{layer(v[0], t)}; };
-    return record_call({x}, call).front();
+    return record_call({x}, call, nullptr, {}, single_spec(compute_output_spec(x))).front();
   }
   const Tensor mask = x.keras_mask();
   const Tensor y = mask.defined() ? call_with_mask(x, mask, training) : call(x, training);
@@ -142,6 +154,8 @@ Tensor Layer::call(const Tensor&, bool) {
 }
 
 Shape Layer::compute_output_shape(const Shape& input_shape) const { return input_shape; }
+
+std::optional<graph::OutputSpec> Layer::compute_output_spec(const Tensor&) const { return std::nullopt; }
 
 Variable Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
                            bool trainable, std::optional<Fans> fans) {

@@ -83,6 +83,11 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// The output shape for an input of this shape, without running data (Keras compute_output_shape).
   /// The default is the input shape, right for layers that keep it.
   virtual Shape compute_output_shape(const Shape& input_shape) const;
+  /// Keras's compute_output_spec for a call on one symbolic tensor: the output's shape (-1 where free) and
+  /// dtype without running the layer. The default (none) learns them by running the layer on stand-ins
+  /// (framework/graph/symbolic.hpp); layers whose output sizes a stand-in cannot reveal (a stride, a window
+  /// longer than the stand-in) override it with their exact compute_output_shape.
+  virtual std::optional<graph::OutputSpec> compute_output_spec(const Tensor& x) const;
 
   /// Keras auto-naming: the class's snake_case name, then _1, _2, ... ("dense", "dense_1").
   const std::string& name() const { return name_; }
@@ -164,9 +169,11 @@ class Layer : public std::enable_shared_from_this<Layer> {
   using LayerCall = std::function<std::vector<Tensor>(Layer& self, const std::vector<Tensor>& inputs, bool training)>;
   /// Records `call` on `inputs` (some symbolic) as a graph node of this layer, owned by `owner` when given
   /// (this layer's heap copy), and returns the symbolic outputs. Operators with several inputs use it;
-  /// `attributes` are the call's other arguments by Keras's names ({"use_causal_mask", true}).
+  /// `attributes` are the call's other arguments by Keras's names ({"use_causal_mask", true}); `output_specs`,
+  /// when given, are the outputs' specs (no stand-in run).
   std::vector<Tensor> record_call(const std::vector<Tensor>& inputs, LayerCall call,
-                                  std::shared_ptr<Layer> owner = nullptr, graph::Attributes attributes = {});
+                                  std::shared_ptr<Layer> owner = nullptr, graph::Attributes attributes = {},
+                                  std::optional<std::vector<graph::OutputSpec>> output_specs = std::nullopt);
 
   /// Registers graph layers of a Functional model: as children, without re-rooting their weight paths.
   void adopt_layer(std::shared_ptr<LayerHandle> layer);

@@ -137,13 +137,28 @@ Tensor input(const Shape& shape, DType dtype, const std::string& name, const std
 
 std::vector<Tensor> record(const std::string& name, const std::string& class_name, const std::vector<Tensor>& inputs,
                            NodeFunction function, std::shared_ptr<void> operation, std::size_t node_index,
-                           Attributes attributes) {
+                           Attributes attributes, std::optional<std::vector<OutputSpec>> outputs) {
   check(any_symbolic(inputs), "{}: graph::record needs a symbolic input", name);
-  const bool free = std::any_of(inputs.begin(), inputs.end(),
-                                [](const Tensor& t) { return is_symbolic(t) && has_free_dimension(t); });
-  // The stand-in runs: no tape sees them and check_numerics ignores their made-up values.
-  std::vector<std::vector<Tensor>> runs;
-  {
+  auto node = std::make_shared<Node>();
+  node->name = name;
+  node->class_name = class_name;
+  node->inputs = inputs;
+  node->function = std::move(function);
+  node->operation = std::move(operation);
+  node->node_index = node_index;
+  node->attributes = std::move(attributes);
+  std::vector<std::vector<Tensor>> runs;  // the stand-in runs' outputs, when the outputs are not given
+  if (outputs) {
+    check(!outputs->empty(), "{}: a graph node needs at least one output", name);
+    for (const auto& spec : *outputs) {
+      node->output_shapes.push_back(spec.shape);
+      node->output_dtypes.push_back(spec.dtype);
+      node->output_masked.push_back(false);
+    }
+  } else {
+    const bool free = std::any_of(inputs.begin(), inputs.end(),
+                                  [](const Tensor& t) { return is_symbolic(t) && has_free_dimension(t); });
+    // No tape sees the stand-in runs and check_numerics ignores their made-up values.
     NoGradGuard no_grad;
     numerics::SuspendChecks no_checks;
     for (std::size_t r = 0; r < (free ? kStandInSizes.size() : 1); ++r) {
@@ -151,7 +166,7 @@ std::vector<Tensor> record(const std::string& name, const std::string& class_nam
       values.reserve(inputs.size());
       for (const auto& t : inputs) values.push_back(stand_in(t, kStandInSizes[r]));
       try {
-        runs.push_back(function(values, /*training=*/false));
+        runs.push_back(node->function(values, /*training=*/false));
       } catch (const Error& e) {
         std::vector<std::string> shapes;
         for (const auto& t : inputs)
@@ -163,39 +178,30 @@ std::vector<Tensor> record(const std::string& name, const std::string& class_nam
             "same number of outputs (at least one) on every call, got {} and {}", name, runs.front().size(),
             runs.back().size());
     }
-  }
-  auto node = std::make_shared<Node>();
-  node->name = name;
-  node->class_name = class_name;
-  node->inputs = inputs;
-  node->function = std::move(function);
-  node->operation = std::move(operation);
-  node->node_index = node_index;
-  node->attributes = std::move(attributes);
-  const std::size_t count = runs.front().size();
-  for (std::size_t i = 0; i < count; ++i) {
-    std::vector<Shape> shapes, mask_shapes;
-    for (const auto& run : runs) {
-      check(run[i].defined(), "{}: output {} of the graph node is undefined", name, i);
-      check(!is_symbolic(run[i]), "{}: output {} of the graph node is symbolic on real inputs", name, i);
-      shapes.push_back(run[i].shape());
-      if (run[i].keras_mask().defined()) mask_shapes.push_back(run[i].keras_mask().shape());
+    for (std::size_t i = 0; i < runs.front().size(); ++i) {
+      std::vector<Shape> shapes, mask_shapes;
+      for (const auto& run : runs) {
+        check(run[i].defined(), "{}: output {} of the graph node is undefined", name, i);
+        check(!is_symbolic(run[i]), "{}: output {} of the graph node is symbolic on real inputs", name, i);
+        shapes.push_back(run[i].shape());
+        if (run[i].keras_mask().defined()) mask_shapes.push_back(run[i].keras_mask().shape());
+      }
+      node->output_shapes.push_back(merge_shapes(shapes, name));
+      node->output_dtypes.push_back(runs.front()[i].dtype());
+      node->output_masked.push_back(mask_shapes.size() == runs.size());
     }
-    node->output_shapes.push_back(merge_shapes(shapes, name));
-    node->output_dtypes.push_back(runs.front()[i].dtype());
-    node->output_masked.push_back(mask_shapes.size() == runs.size());
   }
-  std::vector<Tensor> outputs;
-  for (std::size_t i = 0; i < count; ++i) {
+  std::vector<Tensor> symbolic;
+  for (std::size_t i = 0; i < node->output_shapes.size(); ++i) {
     std::optional<Shape> mask_shape;
     if (node->output_masked[i]) {
       std::vector<Shape> shapes;
       for (const auto& run : runs) shapes.push_back(run[i].keras_mask().shape());
       mask_shape = merge_shapes(shapes, name);
     }
-    outputs.push_back(Tensor(make_symbolic(node->output_shapes[i], node->output_dtypes[i], {node, i}, mask_shape)));
+    symbolic.push_back(Tensor(make_symbolic(node->output_shapes[i], node->output_dtypes[i], {node, i}, mask_shape)));
   }
-  return outputs;
+  return symbolic;
 }
 
 Tensor record_op(const char* op, const std::vector<Tensor>& inputs,

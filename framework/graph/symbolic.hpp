@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,13 @@ struct Node {
   bool is_input() const { return !function; }
 };
 
+/// An output's shape (-1 where free) and dtype, when a caller knows them without a run (Keras's
+/// compute_output_spec); such an output carries no Keras mask.
+struct OutputSpec {
+  Shape shape;
+  DType dtype = DType::f32;
+};
+
 /// Where a symbolic tensor comes from: output `index` of `node`.
 struct Origin {
   std::shared_ptr<const Node> node;
@@ -75,10 +83,13 @@ Tensor input(const Shape& shape, DType dtype, const std::string& name, const std
              std::shared_ptr<void> operation = nullptr);
 
 /// Records `function` applied to `inputs` (at least one symbolic) as a node, after running it on stand-ins to
-/// learn its outputs; returns the symbolic outputs. Errors of the stand-in run propagate as they are.
+/// learn its outputs; returns the symbolic outputs. Errors of the stand-in run propagate as they are. Given
+/// `outputs`, those are the outputs and nothing runs: for calls whose output sizes the stand-ins cannot
+/// reveal (a free size seen through a stride, or a window longer than a stand-in).
 std::vector<Tensor> record(const std::string& name, const std::string& class_name, const std::vector<Tensor>& inputs,
                            NodeFunction function, std::shared_ptr<void> operation = nullptr,
-                           std::size_t node_index = 0, Attributes attributes = {});
+                           std::size_t node_index = 0, Attributes attributes = {},
+                           std::optional<std::vector<OutputSpec>> outputs = std::nullopt);
 
 /// record() for an op with one output, replayed as `function(values)`; the node is named as keras.ops names
 /// the op ("mul" records "multiply", then "multiply_1", ...). `attributes` are the op's other arguments by
