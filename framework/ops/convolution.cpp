@@ -240,12 +240,6 @@ Tensor to_channels_first(const Tensor& x) {
   return ops::permute(x, axes);
 }
 
-void check_rank(const Tensor& x, const Tensor& kernel, std::string_view op) {
-  check(x.ndim() == 3 || x.ndim() == 4,
-        "{}: expected an input of rank 3 (one spatial dimension) or 4 (two), got shape {}", op, x.shape());
-  check(kernel.ndim() == x.ndim(), "{}: expected a kernel of rank {} for an input of shape {}, got a kernel of shape {}",
-        op, x.ndim(), x.shape(), kernel.shape());
-}
 
 }  // namespace
 
@@ -317,70 +311,79 @@ Tensor conv_backward_kernel(const Tensor& x, const Tensor& grad, const Shape& ke
   return dkernel;
 }
 
-Tensor conv(const Tensor& x, const Tensor& kernel, const ConvOptions& options) {
-  if (graph::any_symbolic(x, kernel))
-    return graph::record_op("conv", {x, kernel},
-                            [options](const std::vector<Tensor>& v) { return conv(v[0], v[1], options); });
-  check_operands(x, kernel, "input", "kernel", "conv");
-  check_rank(x, kernel, "conv");
-  const bool channels_first = standardize_data_format(options.data_format, "conv") == "channels_first";
-  const Tensor xl = channels_first ? to_channels_last(x) : x;
-  const WindowGeometry geometry = window_geometry(spatial_of(xl.shape()), window_of(kernel.shape()), options.strides,
-                                                  options.dilation_rate, options.padding, "conv");
-  const Tensor y = conv_general(xl, kernel, geometry);
-  return channels_first ? to_channels_first(y) : y;
+namespace {
+
+/// The shape as channels_last: channels_first [N, C, spatial...] -> [N, spatial..., C].
+Shape channels_last_shape(const Shape& x, bool channels_first) {
+  if (!channels_first) return x;
+  Shape out{x[0]};
+  out.insert(out.end(), x.begin() + 2, x.end());
+  out.push_back(x[1]);
+  return out;
 }
 
-Tensor depthwise_conv(const Tensor& x, const Tensor& kernel, const ConvOptions& options) {
-  if (graph::any_symbolic(x, kernel))
-    return graph::record_op("depthwise_conv", {x, kernel},
-                            [options](const std::vector<Tensor>& v) { return depthwise_conv(v[0], v[1], options); });
-  check_operands(x, kernel, "input", "kernel", "depthwise_conv");
-  check_rank(x, kernel, "depthwise_conv");
-  const bool channels_first = standardize_data_format(options.data_format, "depthwise_conv") == "channels_first";
-  const std::int64_t channels = x.shape()[channels_first ? 1 : std::size_t(x.ndim() - 1)];
-  const Shape& k = kernel.shape();
-  check(k[k.size() - 2] == channels,
+Shape channels_first_shape(const Shape& x, bool channels_first) {
+  if (!channels_first) return x;
+  Shape out{x[0], x.back()};
+  out.insert(out.end(), x.begin() + 1, x.end() - 1);
+  return out;
+}
+
+void check_ranks(const Shape& x, const Shape& kernel, std::string_view op) {
+  check(x.size() == 3 || x.size() == 4,
+        "{}: expected an input of rank 3 (one spatial dimension) or 4 (two), got shape {}", op, x);
+  check(kernel.size() == x.size(), "{}: expected a kernel of rank {} for an input of shape {}, got a kernel of shape {}",
+        op, x.size(), x, kernel);
+}
+
+bool is_channels_first(const std::string& data_format, std::string_view op) {
+  return standardize_data_format(data_format, op) == "channels_first";
+}
+
+/// A depthwise kernel [k..., C, M] as a grouped conv's [k..., 1, C * M]: C groups of one input channel,
+/// output channel c * M + m.
+Shape depthwise_as_grouped(const Shape& x, const Shape& kernel, const ConvOptions& options) {
+  check_ranks(x, kernel, "depthwise_conv");
+  const bool channels_first = is_channels_first(options.data_format, "depthwise_conv");
+  const std::int64_t channels = x[channels_first ? 1 : x.size() - 1];
+  check(kernel[kernel.size() - 2] == channels,
         "depthwise_conv: expected a kernel [{}channels = {}, multiplier] for an input {} ({}), got a kernel of "
         "shape {}",
-        x.ndim() == 3 ? "k, " : "kh, kw, ", channels, x.shape(), channels_first ? "channels_first" : "channels_last",
-        k);
-  // [k..., C, M] read as [k..., 1, C * M]: C groups of one input channel, output channel c * M + m.
-  Shape grouped(k.begin(), k.end() - 2);
+        x.size() == 3 ? "k, " : "kh, kw, ", channels, x, channels_first ? "channels_first" : "channels_last", kernel);
+  Shape grouped(kernel.begin(), kernel.end() - 2);
   grouped.push_back(1);
-  grouped.push_back(checked_mul(k[k.size() - 2], k.back(), "depthwise_conv"));
-  return conv(x, ops::reshape(kernel, grouped), options);
+  grouped.push_back(checked_mul(kernel[kernel.size() - 2], kernel.back(), "depthwise_conv"));
+  return grouped;
 }
 
-Tensor conv_transpose(const Tensor& x, const Tensor& kernel, const ConvTransposeOptions& options) {
-  if (graph::any_symbolic(x, kernel))
-    return graph::record_op("conv_transpose", {x, kernel},
-                            [options](const std::vector<Tensor>& v) { return conv_transpose(v[0], v[1], options); });
-  check_operands(x, kernel, "input", "kernel", "conv_transpose");
-  check_rank(x, kernel, "conv_transpose");
-  const bool channels_first = standardize_data_format(options.data_format, "conv_transpose") == "channels_first";
-  const Tensor xl = channels_first ? to_channels_last(x) : x;
-  const Shape spatial = spatial_of(xl.shape());
+/// A transposed convolution as the input gradient of a conv: its geometry and the (channels_last) output.
+struct TransposePlan {
+  WindowGeometry geometry;
+  Shape output_shape;
+};
+
+/// xl is the input as channels_last; x the input as given, for messages.
+TransposePlan plan_transpose(const Shape& xl, const Shape& k, const ConvTransposeOptions& options, const Shape& x) {
+  const Shape spatial = spatial_of(xl);
   const std::size_t rank = spatial.size();
-  const Shape& k = kernel.shape();
-  check(k.back() == xl.shape().back(),
+  check(k.back() == xl.back(),
         "conv_transpose: expected a kernel [{}filters, in_channels = {}] for an input {}, got a kernel of shape {}",
-        rank == 1 ? "k, " : "kh, kw, ", xl.shape().back(), x.shape(), k);
+        rank == 1 ? "k, " : "kh, kw, ", xl.back(), x, k);
   std::string padding = options.padding;
   std::transform(padding.begin(), padding.end(), padding.begin(), [](unsigned char c) { return char(std::tolower(c)); });
   check(std::all_of(spatial.begin(), spatial.end(), [](std::int64_t s) { return s >= 1; }),
-        "conv_transpose: expected an input with at least one position per spatial dimension, got {}", x.shape());
+        "conv_transpose: expected an input with at least one position per spatial dimension, got {}", x);
   check(padding == "valid" || padding == "same", "conv_transpose: padding must be 'valid' or 'same', got '{}'",
         options.padding);
   const auto strides = per_dimension(options.strides, rank, "strides", "conv_transpose");
   const auto dilation = per_dimension(options.dilation_rate, rank, "dilation_rate", "conv_transpose");
   std::optional<std::vector<std::int64_t>> output_padding;
-  if (options.output_padding) output_padding = per_dimension(*options.output_padding, rank, "output_padding", "conv_transpose");
+  if (options.output_padding)
+    output_padding = per_dimension(*options.output_padding, rank, "output_padding", "conv_transpose");
 
   // Keras's sizes (its JAX backend's padding rule): the transposed input is dilated by the stride and padded
   // by (left, right); that is the gradient of a conv over the output with pad_before = window - 1 - left.
-  WindowGeometry geometry{strides, dilation, Shape(rank), Shape(rank)};
-  Shape out_shape{xl.shape()[0]};
+  TransposePlan plan{{strides, dilation, Shape(rank), Shape(rank)}, Shape{xl[0]}};
   for (std::size_t d = 0; d < rank; ++d) {
     check(strides[d] >= 1 && dilation[d] >= 1 && k[d] >= 1,
           "conv_transpose: kernel sizes, strides and dilation rates must be positive, got kernel {}, strides {}, "
@@ -404,17 +407,75 @@ Tensor conv_transpose(const Tensor& x, const Tensor& kernel, const ConvTranspose
       right = total - left;
     }
     const std::int64_t length = checked_add(
-        checked_mul(std::max<std::int64_t>(spatial[d] - 1, 0), strides[d], "conv_transpose"), left + right - window + 2,
-        "conv_transpose");
+        checked_mul(spatial[d] - 1, strides[d], "conv_transpose"), left + right - window + 2, "conv_transpose");
     check(length >= 1, "conv_transpose: the output would have {} positions along spatial dimension {} (input {}, kernel {})",
-          length, d, x.shape(), k);
-    geometry.pad_before[d] = window - 1 - left;
+          length, d, x, k);
+    plan.geometry.pad_before[d] = window - 1 - left;
     // pad_after makes the conv over `length` positions give back exactly the input's positions.
-    geometry.pad_after[d] = (spatial[d] - 1) * strides[d] + window - length - geometry.pad_before[d];
-    out_shape.push_back(length);
+    plan.geometry.pad_after[d] = (spatial[d] - 1) * strides[d] + window - length - plan.geometry.pad_before[d];
+    plan.output_shape.push_back(length);
   }
-  out_shape.push_back(k[rank]);
-  const Tensor y = conv_backward_input(xl, kernel, out_shape, geometry);
+  plan.output_shape.push_back(k[rank]);
+  return plan;
+}
+
+}  // namespace
+
+Shape conv_output_shape(const Shape& x, const Shape& kernel, const ConvOptions& options) {
+  check_ranks(x, kernel, "conv");
+  const bool channels_first = is_channels_first(options.data_format, "conv");
+  const Shape xl = channels_last_shape(x, channels_first);
+  const WindowGeometry geometry =
+      window_geometry(spatial_of(xl), window_of(kernel), options.strides, options.dilation_rate, options.padding, "conv");
+  return channels_first_shape(make_problem(xl, kernel, geometry, "conv").output_shape, channels_first);
+}
+
+Shape depthwise_conv_output_shape(const Shape& x, const Shape& kernel, const ConvOptions& options) {
+  return conv_output_shape(x, depthwise_as_grouped(x, kernel, options), options);
+}
+
+Shape conv_transpose_output_shape(const Shape& x, const Shape& kernel, const ConvTransposeOptions& options) {
+  check_ranks(x, kernel, "conv_transpose");
+  const bool channels_first = is_channels_first(options.data_format, "conv_transpose");
+  const Shape xl = channels_last_shape(x, channels_first);
+  TransposePlan plan = plan_transpose(xl, kernel, options, x);
+  // the conv this is the adjoint of must itself be valid
+  make_problem(plan.output_shape, kernel, plan.geometry, "conv_transpose");
+  return channels_first_shape(plan.output_shape, channels_first);
+}
+
+Tensor conv(const Tensor& x, const Tensor& kernel, const ConvOptions& options) {
+  if (graph::any_symbolic(x, kernel))
+    return graph::record_op("conv", {x, kernel},
+                            [options](const std::vector<Tensor>& v) { return conv(v[0], v[1], options); });
+  check_operands(x, kernel, "input", "kernel", "conv");
+  check_ranks(x.shape(), kernel.shape(), "conv");
+  const bool channels_first = is_channels_first(options.data_format, "conv");
+  const Tensor xl = channels_first ? to_channels_last(x) : x;
+  const WindowGeometry geometry = window_geometry(spatial_of(xl.shape()), window_of(kernel.shape()), options.strides,
+                                                  options.dilation_rate, options.padding, "conv");
+  const Tensor y = conv_general(xl, kernel, geometry);
+  return channels_first ? to_channels_first(y) : y;
+}
+
+Tensor depthwise_conv(const Tensor& x, const Tensor& kernel, const ConvOptions& options) {
+  if (graph::any_symbolic(x, kernel))
+    return graph::record_op("depthwise_conv", {x, kernel},
+                            [options](const std::vector<Tensor>& v) { return depthwise_conv(v[0], v[1], options); });
+  check_operands(x, kernel, "input", "kernel", "depthwise_conv");
+  return conv(x, ops::reshape(kernel, depthwise_as_grouped(x.shape(), kernel.shape(), options)), options);
+}
+
+Tensor conv_transpose(const Tensor& x, const Tensor& kernel, const ConvTransposeOptions& options) {
+  if (graph::any_symbolic(x, kernel))
+    return graph::record_op("conv_transpose", {x, kernel},
+                            [options](const std::vector<Tensor>& v) { return conv_transpose(v[0], v[1], options); });
+  check_operands(x, kernel, "input", "kernel", "conv_transpose");
+  check_ranks(x.shape(), kernel.shape(), "conv_transpose");
+  const bool channels_first = is_channels_first(options.data_format, "conv_transpose");
+  const Tensor xl = channels_first ? to_channels_last(x) : x;
+  const TransposePlan plan = plan_transpose(xl.shape(), kernel.shape(), options, x.shape());
+  const Tensor y = conv_backward_input(xl, kernel, plan.output_shape, plan.geometry);
   return channels_first ? to_channels_first(y) : y;
 }
 

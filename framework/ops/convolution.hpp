@@ -47,6 +47,12 @@ Tensor depthwise_conv(const Tensor& x, const Tensor& kernel, const ConvOptions& 
 /// input of C channels -> [N, out..., F].
 Tensor conv_transpose(const Tensor& x, const Tensor& kernel, const ConvTransposeOptions& options = {});
 
+/// The shapes conv, depthwise_conv and conv_transpose give for inputs and kernels of these shapes, checked as
+/// the ops check them, without data (the layers' compute_output_shape).
+Shape conv_output_shape(const Shape& x, const Shape& kernel, const ConvOptions& options = {});
+Shape depthwise_conv_output_shape(const Shape& x, const Shape& kernel, const ConvOptions& options = {});
+Shape conv_transpose_output_shape(const Shape& x, const Shape& kernel, const ConvTransposeOptions& options = {});
+
 // ---- explicit geometry, channels_last: the convolution and its two adjoints. For the trilinear form
 // <grad, conv_general(x, kernel)>, conv_backward_input is its derivative in x and conv_backward_kernel its
 // derivative in the kernel; each op's backward rule is made of the other two. ----

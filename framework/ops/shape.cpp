@@ -4,6 +4,7 @@
 #include <array>
 #include <numeric>
 #include <optional>
+#include <utility>
 
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
@@ -427,6 +428,38 @@ Tensor stack(const std::vector<Tensor>& xs, std::int64_t axis) {
   parts.reserve(xs.size());
   for (const Tensor& x : xs) parts.push_back(expand_dims(x, a));
   return concat(parts, a);
+}
+
+Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, double value) {
+  if (graph::any_symbolic(x))
+    return graph::record_op("pad", {x}, [=](const std::vector<Tensor>& v) { return pad(v[0], widths, value); });
+  check_defined(x, "pad");
+  const std::size_t rank = x.shape().size();
+  check(widths.size() == rank || widths.size() == 1,
+        "pad: expected one (before, after) pair per axis of the input of shape {} ({}) or one for all, got {}",
+        x.shape(), rank, widths);
+  const auto per_axis = widths.size() == rank ? widths : std::vector(rank, widths[0]);
+  Shape shape = x.shape();
+  for (std::size_t d = 0; d < rank; ++d) {
+    check(per_axis[d].first >= 0 && per_axis[d].second >= 0,
+          "pad: widths must be non-negative, got {} for the input of shape {}", widths, x.shape());
+    shape[d] = checked_add(checked_add(shape[d], per_axis[d].first, "pad: the padded size"), per_axis[d].second,
+                           "pad: the padded size");
+  }
+  Tensor y = Tensor::full(shape, value, x.dtype());
+  Tensor inside = y;
+  for (std::size_t d = 0; d < rank; ++d)
+    inside = slice_view(inside, std::int64_t(d), per_axis[d].first, x.shape()[d], 1);
+  assign(inside, x);
+  if (autograd::needs_recording({&x}))
+    autograd::record("pad", {x}, {y}, [per_axis, in = x.shape()](const std::vector<Tensor>& g) {
+      // slice is recorded too, so the gradient's own gradient (slice_backward: zero padding) comes for free
+      Tensor inner = g[0];
+      for (std::size_t d = 0; d < in.size(); ++d)
+        inner = slice(inner, std::int64_t(d), per_axis[d].first, per_axis[d].first + in[d]);
+      return std::vector<Tensor>{inner};
+    });
+  return y;
 }
 
 std::vector<Tensor> split(const Tensor& x, const std::vector<std::int64_t>& sizes, std::int64_t axis) {

@@ -1,9 +1,10 @@
 #pragma once
 // Shape ops. reshape (of contiguous data), permute/transpose, slice, broadcast_to, expand_dims, squeeze,
 // flatten (of contiguous data) and split return views sharing storage; contiguous (of a non-contiguous
-// tensor), clone, concat, stack, take and take_along_axis copy. The forward pass accepts every dtype; only
+// tensor), clone, concat, stack, pad, take and take_along_axis copy. The forward pass accepts every dtype; only
 // f32/f64 inputs are differentiated.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "framework/tensor/tensor.hpp"
@@ -24,6 +25,10 @@ Tensor clone(const Tensor& x);
 
 Tensor concat(const std::vector<Tensor>& xs, std::int64_t axis = 0);
 Tensor stack(const std::vector<Tensor>& xs, std::int64_t axis = 0);
+/// keras.ops.pad in "constant" mode: x with widths[d].first positions before and widths[d].second after it
+/// along each axis d, holding `value`. `widths` has one (before, after) pair per axis of x, or one for all
+/// (NumPy's pad_width); widths are >= 0. The gradient is the slice of g where x sits.
+Tensor pad(const Tensor& x, const std::vector<std::pair<std::int64_t, std::int64_t>>& widths, double value = 0.0);
 /// `sections` equal parts along axis (must divide the dimension). The parts are views of x.
 std::vector<Tensor> split(const Tensor& x, std::int64_t sections, std::int64_t axis = 0);
 /// Parts of the given sizes along axis (must add up to the dimension).

@@ -4,18 +4,12 @@
 
 #include "framework/graph/symbolic.hpp"
 #include "framework/ops/ops.hpp"
-#include "layers/pooling/detail/global_pooling_1d.hpp"
 
 namespace loom::layers {
 
 GlobalAveragePooling1D::GlobalAveragePooling1D(GlobalAveragePooling1DOptions options)
-    : Layer("global_average_pooling1d", options.name),
-      steps_axis_(detail::steps_axis(detail::standardize_data_format(options.data_format, name()))),
-      keepdims_(options.keepdims) {}
-
-Shape GlobalAveragePooling1D::compute_output_shape(const Shape& input_shape) const {
-  return detail::global_pooling_1d_shape(input_shape, steps_axis_, keepdims_, name());
-}
+    : BaseGlobalPooling("global_average_pooling1d", options.name, 1, Reduction::mean, options.data_format,
+                        options.keepdims) {}
 
 Tensor GlobalAveragePooling1D::compute_mask(const Tensor&, const Tensor&) const { return Tensor(); }
 
@@ -50,26 +44,16 @@ Tensor GlobalAveragePooling1D::run_with_mask(const Tensor& x, const Tensor& mask
   return y;
 }
 
-void GlobalAveragePooling1D::check_input(const Tensor& x) const {
-  compute_output_shape(x.shape());
-  check(is_floating(x.dtype()), "{}: expected a float32 or float64 input, got {} of shape {}", name(), x.dtype(),
-        x.shape());
-}
-
-Tensor GlobalAveragePooling1D::call(const Tensor& x, bool) {
-  check_input(x);
-  return ops::mean(x, {steps_axis_}, keepdims_);
-}
-
 Tensor GlobalAveragePooling1D::call_with_mask(const Tensor& x, const Tensor& mask, bool) {
   check_input(x);
-  const Shape expected = {x.shape()[0], x.shape()[std::size_t(steps_axis_)]};
+  const std::int64_t steps_axis = spatial_axes()[0];
+  const Shape expected = {x.shape()[0], x.shape()[std::size_t(steps_axis)]};
   check(mask.shape() == expected, "{}: expected a mask of shape [batch, steps] = {} for the input of shape {}, got {}",
         name(), expected, x.shape(), mask.shape());
   // Keras: where(mask, x, 0) summed over the steps, divided by the number of unmasked steps.
-  const Tensor keep = ops::expand_dims(ops::cast(mask, DType::boolean), steps_axis_ == 1 ? 2 : 1);
-  const Tensor total = ops::sum(ops::where(keep, x, Tensor::scalar(0.0, x.dtype())), {steps_axis_}, keepdims_);
-  const Tensor count = ops::sum(ops::cast(keep, x.dtype()), {steps_axis_}, keepdims_);
+  const Tensor keep = ops::expand_dims(ops::cast(mask, DType::boolean), steps_axis == 1 ? 2 : 1);
+  const Tensor total = ops::sum(ops::where(keep, x, Tensor::scalar(0.0, x.dtype())), {steps_axis}, keepdims());
+  const Tensor count = ops::sum(ops::cast(keep, x.dtype()), {steps_axis}, keepdims());
   return total / count;
 }
 

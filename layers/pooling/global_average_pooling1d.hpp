@@ -16,7 +16,7 @@
 #include <string>
 #include <utility>
 
-#include "layers/layer.hpp"
+#include "layers/pooling/base_global_pooling.hpp"
 
 namespace loom::layers {
 
@@ -26,7 +26,7 @@ struct GlobalAveragePooling1DOptions {
   std::optional<std::string> name = std::nullopt;
 };
 
-class GlobalAveragePooling1D : public Layer {
+class GlobalAveragePooling1D : public BaseGlobalPooling {
  public:
   explicit GlobalAveragePooling1D(GlobalAveragePooling1DOptions options = {});
 
@@ -39,14 +39,9 @@ class GlobalAveragePooling1D : public Layer {
   bool supports_masking() const override { return true; }
   /// None: the steps are pooled away.
   Tensor compute_mask(const Tensor& input, const Tensor& mask) const override;
-  Shape compute_output_shape(const Shape& input_shape) const override;
-  /// The arguments it was made with: "channels_last" (steps on axis 1) or "channels_first" (axis 2).
-  std::string data_format() const { return steps_axis_ == 1 ? "channels_last" : "channels_first"; }
-  bool keepdims() const { return keepdims_; }
   std::string class_name() const override { return "GlobalAveragePooling1D"; }
 
  protected:
-  Tensor call(const Tensor& x, bool training) override;
   Tensor call_with_mask(const Tensor& x, const Tensor& mask, bool training) override;
   std::shared_ptr<Layer> move_into_shared() && override {
     return std::make_shared<GlobalAveragePooling1D>(std::move(*this));
@@ -55,10 +50,6 @@ class GlobalAveragePooling1D : public Layer {
  private:
   /// The call with an explicit mask; on symbolic tensors it records a node, owned by `owner` when given.
   Tensor run_with_mask(const Tensor& x, const Tensor& mask, bool training, std::shared_ptr<Layer> owner);
-  void check_input(const Tensor& x) const;
-
-  std::int64_t steps_axis_;
-  bool keepdims_;
 };
 
 }  // namespace loom::layers

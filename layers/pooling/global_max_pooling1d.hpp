@@ -13,7 +13,7 @@
 #include <string>
 #include <utility>
 
-#include "layers/layer.hpp"
+#include "layers/pooling/base_global_pooling.hpp"
 
 namespace loom::layers {
 
@@ -23,25 +23,16 @@ struct GlobalMaxPooling1DOptions {
   std::optional<std::string> name = std::nullopt;
 };
 
-class GlobalMaxPooling1D : public Layer {
+class GlobalMaxPooling1D : public BaseGlobalPooling {
  public:
   explicit GlobalMaxPooling1D(GlobalMaxPooling1DOptions options = {});
 
-  Shape compute_output_shape(const Shape& input_shape) const override;
-  /// The arguments it was made with: "channels_last" (steps on axis 1) or "channels_first" (axis 2).
-  std::string data_format() const { return steps_axis_ == 1 ? "channels_last" : "channels_first"; }
-  bool keepdims() const { return keepdims_; }
   std::string class_name() const override { return "GlobalMaxPooling1D"; }
 
  protected:
-  Tensor call(const Tensor& x, bool training) override;
   std::shared_ptr<Layer> move_into_shared() && override {
     return std::make_shared<GlobalMaxPooling1D>(std::move(*this));
   }
-
- private:
-  std::int64_t steps_axis_;
-  bool keepdims_;
 };
 
 }  // namespace loom::layers

@@ -4,8 +4,10 @@
 
 namespace loom::layers {
 
-Dropout::Dropout(double rate, DropoutOptions options)
-    : Layer("dropout", options.name), rate_(rate), options_(options), noise_shape_(std::move(options.noise_shape)) {
+Dropout::Dropout(double rate, DropoutOptions options) : Dropout("dropout", rate, std::move(options)) {}
+
+Dropout::Dropout(std::string_view default_name, double rate, DropoutOptions options)
+    : Layer(default_name, options.name), rate_(rate), options_(options), noise_shape_(std::move(options.noise_shape)) {
   check(rate >= 0.0 && rate <= 1.0, "{}: rate must be in [0, 1], got {}", name(), rate);
   if (noise_shape_)
     for (auto d : *noise_shape_)

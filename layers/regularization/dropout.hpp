@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "framework/tensor/random.hpp"
@@ -39,6 +40,9 @@ class Dropout : public Layer {
   const DropoutOptions& options() const { return options_; }
 
  protected:
+  /// For the layers built on Dropout's mechanics (SpatialDropout1D/2D): their Keras default name.
+  Dropout(std::string_view default_name, double rate, DropoutOptions options);
+
   Tensor call(const Tensor& x, bool training) override;
 
  private:

@@ -18,6 +18,10 @@
 #include "layers/activations/softmax.hpp"
 #include "layers/attention/group_query_attention.hpp"
 #include "layers/attention/multi_head_attention.hpp"
+#include "layers/convolution/conv1d.hpp"
+#include "layers/convolution/conv2d.hpp"
+#include "layers/convolution/conv2d_transpose.hpp"
+#include "layers/convolution/depthwise_conv2d.hpp"
 #include "layers/core/dense.hpp"
 #include "layers/core/einsum_dense.hpp"
 #include "layers/core/embedding.hpp"
@@ -34,13 +38,23 @@
 #include "layers/normalization/group_normalization.hpp"
 #include "layers/normalization/layer_normalization.hpp"
 #include "layers/normalization/rms_normalization.hpp"
+#include "layers/pooling/average_pooling1d.hpp"
+#include "layers/pooling/average_pooling2d.hpp"
 #include "layers/pooling/global_average_pooling1d.hpp"
+#include "layers/pooling/global_average_pooling2d.hpp"
 #include "layers/pooling/global_max_pooling1d.hpp"
+#include "layers/pooling/global_max_pooling2d.hpp"
+#include "layers/pooling/max_pooling1d.hpp"
+#include "layers/pooling/max_pooling2d.hpp"
 #include "layers/regularization/dropout.hpp"
+#include "layers/regularization/spatial_dropout1d.hpp"
+#include "layers/regularization/spatial_dropout2d.hpp"
 #include "layers/reshaping/flatten.hpp"
 #include "layers/reshaping/permute.hpp"
 #include "layers/reshaping/repeat_vector.hpp"
 #include "layers/reshaping/reshape.hpp"
+#include "layers/reshaping/up_sampling2d.hpp"
+#include "layers/reshaping/zero_padding2d.hpp"
 #include "models/saving/detail/serialization.hpp"
 
 namespace loom::models {
@@ -264,6 +278,127 @@ struct BuiltinClass {
   std::function<void(const Layer& layer, json& config, const std::string& what)> to_config;
 };
 
+/// An int-or-tuple size (kernel_size, strides, ...) as a list; `fallback` when missing or null.
+std::vector<std::int64_t> read_sizes(Reader& r, std::string_view key, std::vector<std::int64_t> fallback) {
+  const json* v = r.find(key);
+  return v ? r.int_or_ints(*v, key) : fallback;
+}
+
+/// Keras's keys of every convolution layer that loom has no counterpart for.
+void conv_extras_unsupported(Reader& r, std::string_view kernel) {
+  const std::string regularizer = std::string(kernel) + "_regularizer", constraint = std::string(kernel) + "_constraint";
+  r.unsupported({regularizer, "bias_regularizer", "activity_regularizer", constraint, "bias_constraint", "lora_rank",
+                 "dora_rank", "quantization_config"});
+  r.ignore({"lora_alpha", "dora_alpha"});  // used only with lora_rank / dora_rank
+}
+
+/// The keys every convolution layer writes, from its standardized options.
+void conv_common_config(const L::BaseConv& conv, json& c, const std::string& activation, bool use_bias,
+                        std::string_view kernel) {
+  c["kernel_size"] = conv.kernel_size();
+  c["strides"] = conv.strides();
+  c["padding"] = conv.padding();
+  c["data_format"] = conv.data_format();
+  c["dilation_rate"] = conv.dilation_rate();
+  c["activation"] = activation_json(activation);
+  c["use_bias"] = use_bias;
+  for (const std::string& key : {std::string(kernel) + "_regularizer", std::string("bias_regularizer"),
+                                std::string(kernel) + "_constraint", std::string("bias_constraint")})
+    c[key] = nullptr;
+}
+
+/// Conv1D and Conv2D, which share their options.
+template <class ConvLayer>
+BuiltinClass conv_class(const char* class_name) {
+  return {class_name, typeid(ConvLayer), CallStyle::single,
+          [](Reader& r, const std::string& name) -> std::shared_ptr<Layer> {
+            const std::int64_t filters = r.integer("filters");
+            const auto kernel_size = read_sizes(r, "kernel_size", {});
+            check(!kernel_size.empty(), "{}: the key 'kernel_size' is missing", r.context());
+            L::ConvolutionOptions o;
+            o.strides = read_sizes(r, "strides", {1});
+            o.padding = r.string("padding", "valid");
+            o.data_format = r.string("data_format", "channels_last");
+            o.dilation_rate = read_sizes(r, "dilation_rate", {1});
+            o.groups = r.integer("groups", 1);
+            o.activation = read_activation(r, "activation");
+            o.use_bias = r.boolean("use_bias", true);
+            o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
+            o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
+            conv_extras_unsupported(r, "kernel");
+            o.name = name;
+            return std::make_shared<ConvLayer>(filters, kernel_size, o);
+          },
+          [](const Layer& layer, json& c, const std::string& what) {
+            const auto& conv = as<ConvLayer>(layer);
+            c["filters"] = conv.filters();
+            c["groups"] = conv.options().groups;
+            conv_common_config(conv, c, conv.options().activation, conv.options().use_bias, "kernel");
+            c["kernel_initializer"] = initializer_to_config(conv.options().kernel_initializer, what);
+            c["bias_initializer"] = initializer_to_config(conv.options().bias_initializer, what);
+            c["activity_regularizer"] = nullptr;
+          }};
+}
+
+/// MaxPooling1D/2D and AveragePooling1D/2D: pool_size, strides (null: pool_size), padding, data_format.
+template <class Pooling, class Options>
+BuiltinClass pooling_class(const char* class_name) {
+  return {class_name, typeid(Pooling), CallStyle::single,
+          [](Reader& r, const std::string& name) -> std::shared_ptr<Layer> {
+            Options o;
+            o.pool_size = read_sizes(r, "pool_size", o.pool_size);
+            if (const json* v = r.find("strides")) o.strides = r.int_or_ints(*v, "strides");
+            o.padding = r.string("padding", "valid");
+            o.data_format = r.string("data_format", "channels_last");
+            o.name = name;
+            return std::make_shared<Pooling>(o);
+          },
+          [](const Layer& layer, json& c, const std::string&) {
+            const auto& p = as<L::BasePooling>(layer);
+            c["pool_size"] = p.pool_size();
+            c["padding"] = p.padding();
+            c["strides"] = p.strides();
+            c["data_format"] = p.data_format();
+          }};
+}
+
+/// The global pooling layers: data_format and keepdims.
+template <class Pooling, class Options>
+BuiltinClass global_pooling_class(const char* class_name, CallStyle style) {
+  return {class_name, typeid(Pooling), style,
+          [](Reader& r, const std::string& name) -> std::shared_ptr<Layer> {
+            Options o;
+            o.data_format = r.string("data_format", "channels_last");
+            o.keepdims = r.boolean("keepdims", false);
+            o.name = name;
+            return std::make_shared<Pooling>(o);
+          },
+          [](const Layer& layer, json& c, const std::string&) {
+            const auto& p = as<L::BaseGlobalPooling>(layer);
+            c["data_format"] = p.data_format();
+            c["keepdims"] = p.keepdims();
+          }};
+}
+
+/// ZeroPadding2D's padding: ((top, bottom), (left, right)) as Keras writes it, or what its constructor also
+/// takes, an int or (height, width) with an int or a pair for each; as {top, bottom, left, right}.
+std::vector<std::int64_t> read_zero_padding(Reader& r) {
+  const json* v = r.find("padding");
+  if (!v) return {1, 1};
+  const std::string what = r.what("padding");
+  if (!v->is_array()) return {as_int(*v, what)};
+  check(v->size() == 2, "{}: expected an int, (height, width) or ((top, bottom), (left, right)), got {}", what,
+        describe(*v));
+  std::vector<std::int64_t> out;
+  for (const json& side : *v) {
+    const auto pair = side.is_array() ? as_ints(side, what) : std::vector<std::int64_t>(2, as_int(side, what));
+    check(pair.size() == 2, "{}: expected a pair (before, after) for each of height and width, got {}", what,
+          describe(*v));
+    out.insert(out.end(), pair.begin(), pair.end());
+  }
+  return out;
+}
+
 std::vector<BuiltinClass> make_builtin_classes() {
   std::vector<BuiltinClass> out;
   out.push_back({"Dense", typeid(L::Dense), CallStyle::single,
@@ -357,6 +492,31 @@ std::vector<BuiltinClass> make_builtin_classes() {
                    c["rate"] = d.rate();
                    c["seed"] = d.options().seed ? json(*d.options().seed) : json(nullptr);
                    c["noise_shape"] = d.options().noise_shape ? shape_json(*d.options().noise_shape) : json(nullptr);
+                 }});
+  out.push_back({"SpatialDropout1D", typeid(L::SpatialDropout1D), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   const double rate = as_double(r.require("rate"), r.what("rate"));
+                   return std::make_shared<L::SpatialDropout1D>(rate, L::SpatialDropout1DOptions{r.seed(), name});
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   const auto& d = as<L::SpatialDropout1D>(layer);
+                   c["rate"] = d.rate();
+                   c["seed"] = d.seed() ? json(*d.seed()) : json(nullptr);
+                 }});
+  out.push_back({"SpatialDropout2D", typeid(L::SpatialDropout2D), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   const double rate = as_double(r.require("rate"), r.what("rate"));
+                   L::SpatialDropout2DOptions o;
+                   o.data_format = r.string("data_format", "channels_last");
+                   o.seed = r.seed();
+                   o.name = name;
+                   return std::make_shared<L::SpatialDropout2D>(rate, o);
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   const auto& d = as<L::SpatialDropout2D>(layer);
+                   c["rate"] = d.rate();
+                   c["seed"] = d.seed() ? json(*d.seed()) : json(nullptr);
+                   c["data_format"] = d.data_format();
                  }});
   out.push_back({"Activation", typeid(L::Activation), CallStyle::single,
                  [](Reader& r, const std::string& name) {
@@ -597,31 +757,102 @@ std::vector<BuiltinClass> make_builtin_classes() {
                  [](const Layer& layer, json& c, const std::string&) {
                    c["axis"] = as<L::Concatenate>(layer).axis();
                  }});
-  out.push_back({"GlobalAveragePooling1D", typeid(L::GlobalAveragePooling1D), CallStyle::masked,
+  out.push_back(conv_class<L::Conv1D>("Conv1D"));
+  out.push_back(conv_class<L::Conv2D>("Conv2D"));
+  out.push_back({"DepthwiseConv2D", typeid(L::DepthwiseConv2D), CallStyle::single,
                  [](Reader& r, const std::string& name) {
-                   L::GlobalAveragePooling1DOptions o;
+                   const auto kernel_size = read_sizes(r, "kernel_size", {});
+                   check(!kernel_size.empty(), "{}: the key 'kernel_size' is missing", r.context());
+                   L::DepthwiseConv2DOptions o;
+                   o.strides = read_sizes(r, "strides", {1});
+                   o.padding = r.string("padding", "valid");
+                   o.depth_multiplier = r.integer("depth_multiplier", 1);
                    o.data_format = r.string("data_format", "channels_last");
-                   o.keepdims = r.boolean("keepdims", false);
+                   o.dilation_rate = read_sizes(r, "dilation_rate", {1});
+                   o.activation = read_activation(r, "activation");
+                   o.use_bias = r.boolean("use_bias", true);
+                   o.depthwise_initializer = read_initializer(r, "depthwise_initializer", "glorot_uniform");
+                   o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
+                   conv_extras_unsupported(r, "depthwise");
                    o.name = name;
-                   return std::make_shared<L::GlobalAveragePooling1D>(o);
+                   return std::make_shared<L::DepthwiseConv2D>(kernel_size, o);
                  },
-                 [](const Layer& layer, json& c, const std::string&) {
-                   const auto& p = as<L::GlobalAveragePooling1D>(layer);
-                   c["data_format"] = p.data_format();
-                   c["keepdims"] = p.keepdims();
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& conv = as<L::DepthwiseConv2D>(layer);
+                   c["depth_multiplier"] = conv.options().depth_multiplier;
+                   conv_common_config(conv, c, conv.options().activation, conv.options().use_bias, "depthwise");
+                   c["depthwise_initializer"] = initializer_to_config(conv.options().depthwise_initializer, what);
+                   c["bias_initializer"] = initializer_to_config(conv.options().bias_initializer, what);
+                   c["activity_regularizer"] = nullptr;
                  }});
-  out.push_back({"GlobalMaxPooling1D", typeid(L::GlobalMaxPooling1D), CallStyle::single,
+  out.push_back({"Conv2DTranspose", typeid(L::Conv2DTranspose), CallStyle::single,
                  [](Reader& r, const std::string& name) {
-                   L::GlobalMaxPooling1DOptions o;
+                   const std::int64_t filters = r.integer("filters");
+                   const auto kernel_size = read_sizes(r, "kernel_size", {});
+                   check(!kernel_size.empty(), "{}: the key 'kernel_size' is missing", r.context());
+                   L::Conv2DTransposeOptions o;
+                   o.strides = read_sizes(r, "strides", {1});
+                   o.padding = r.string("padding", "valid");
+                   if (const json* v = r.find("output_padding")) o.output_padding = r.int_or_ints(*v, "output_padding");
                    o.data_format = r.string("data_format", "channels_last");
-                   o.keepdims = r.boolean("keepdims", false);
+                   o.dilation_rate = read_sizes(r, "dilation_rate", {1});
+                   o.activation = read_activation(r, "activation");
+                   o.use_bias = r.boolean("use_bias", true);
+                   o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
+                   o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
+                   conv_extras_unsupported(r, "kernel");
                    o.name = name;
-                   return std::make_shared<L::GlobalMaxPooling1D>(o);
+                   return std::make_shared<L::Conv2DTranspose>(filters, kernel_size, o);
+                 },
+                 [](const Layer& layer, json& c, const std::string& what) {
+                   const auto& conv = as<L::Conv2DTranspose>(layer);
+                   c["filters"] = conv.filters();
+                   conv_common_config(conv, c, conv.options().activation, conv.options().use_bias, "kernel");
+                   c["output_padding"] = conv.output_padding() ? json(*conv.output_padding()) : json(nullptr);
+                   c["kernel_initializer"] = initializer_to_config(conv.options().kernel_initializer, what);
+                   c["bias_initializer"] = initializer_to_config(conv.options().bias_initializer, what);
+                   c["activity_regularizer"] = nullptr;
+                 }});
+  out.push_back(global_pooling_class<L::GlobalAveragePooling1D, L::GlobalAveragePooling1DOptions>(
+      "GlobalAveragePooling1D", CallStyle::masked));
+  out.push_back(global_pooling_class<L::GlobalMaxPooling1D, L::GlobalMaxPooling1DOptions>("GlobalMaxPooling1D",
+                                                                                           CallStyle::single));
+  out.push_back(global_pooling_class<L::GlobalAveragePooling2D, L::GlobalAveragePooling2DOptions>(
+      "GlobalAveragePooling2D", CallStyle::single));
+  out.push_back(global_pooling_class<L::GlobalMaxPooling2D, L::GlobalMaxPooling2DOptions>("GlobalMaxPooling2D",
+                                                                                           CallStyle::single));
+  out.push_back(pooling_class<L::MaxPooling1D, L::MaxPooling1DOptions>("MaxPooling1D"));
+  out.push_back(pooling_class<L::MaxPooling2D, L::MaxPooling2DOptions>("MaxPooling2D"));
+  out.push_back(pooling_class<L::AveragePooling1D, L::AveragePooling1DOptions>("AveragePooling1D"));
+  out.push_back(pooling_class<L::AveragePooling2D, L::AveragePooling2DOptions>("AveragePooling2D"));
+  out.push_back({"ZeroPadding2D", typeid(L::ZeroPadding2D), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   L::ZeroPadding2DOptions o;
+                   o.padding = read_zero_padding(r);
+                   o.data_format = r.string("data_format", "channels_last");
+                   o.name = name;
+                   return std::make_shared<L::ZeroPadding2D>(o);
                  },
                  [](const Layer& layer, json& c, const std::string&) {
-                   const auto& p = as<L::GlobalMaxPooling1D>(layer);
+                   const auto& p = as<L::ZeroPadding2D>(layer);
+                   const auto& v = p.padding();
+                   c["padding"] = json::array({json::array({v[0], v[1]}), json::array({v[2], v[3]})});
                    c["data_format"] = p.data_format();
-                   c["keepdims"] = p.keepdims();
+                 }});
+  out.push_back({"UpSampling2D", typeid(L::UpSampling2D), CallStyle::single,
+                 [](Reader& r, const std::string& name) {
+                   L::UpSampling2DOptions o;
+                   o.size = read_sizes(r, "size", o.size);
+                   o.data_format = r.string("data_format", "channels_last");
+                   o.interpolation = r.string("interpolation", "nearest");
+                   o.name = name;
+                   return std::make_shared<L::UpSampling2D>(o);
+                 },
+                 [](const Layer& layer, json& c, const std::string&) {
+                   const auto& u = as<L::UpSampling2D>(layer);
+                   c["size"] = u.size();
+                   c["data_format"] = u.data_format();
+                   c["interpolation"] = u.interpolation();
                  }});
   out.push_back({"Softmax", typeid(L::Softmax), CallStyle::masked,
                  [](Reader& r, const std::string& name) {

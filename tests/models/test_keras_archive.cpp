@@ -194,7 +194,7 @@ TEST_CASE("Model::save writes what load_model reads back identically", "[models]
   // Nothing is left besides the archives (the temporary files are renamed or removed).
   std::size_t files = 0;
   for (const auto& entry : fs::directory_iterator(dir.path)) files += entry.path().extension() == ".keras";
-  CHECK(count == 5);
+  CHECK(count == 6);
   CHECK(files == 2 * count);
   CHECK(std::size_t(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator())) == 2 * count);
 }
@@ -376,4 +376,87 @@ TEST_CASE("compile settings, several outputs and float64 survive save and load_m
     }
   CHECK(found);
   CHECK(config["config"]["output_layers"] == json::parse(R"([["reg", 0, 0], ["cls", 0, 0]])"));
+}
+
+TEST_CASE("pooling\\, padding\\, upsampling and spatial dropout layers save and load with Keras's config keys",
+          "[models][saving]") {
+  const TempDir dir("keras-archive");
+  L::reset_layer_names();
+  L::Sequential images(
+      {L::Input({8, 8, 2}),
+       L::ZeroPadding2D({.padding = {1, 0, 2, 1}, .name = "pad"}),                                     // [9, 11, 2]
+       L::MaxPooling2D({.pool_size = {2, 2}, .strides = {{1, 2}}, .padding = "same", .name = "max2d"}),  // [9, 6, 2]
+       L::AveragePooling2D({.pool_size = {3}, .name = "avg2d"}),                                        // [3, 2, 2]
+       L::UpSampling2D({.size = {2, 1}, .interpolation = "bilinear", .name = "up"}),                    // [6, 2, 2]
+       L::SpatialDropout2D(0.3, {.seed = 4, .name = "drop2d"}),
+       L::Dense(3, {.name = "mix"}),                                                                    // [6, 2, 3]
+       L::GlobalMaxPooling2D({.keepdims = true, .name = "gmp2d"}),                                      // [1, 1, 3]
+       L::Reshape({3, 1}),
+       L::MaxPooling1D({.pool_size = {2}, .padding = "same", .name = "max1d"}),                          // [2, 1]
+       L::AveragePooling1D({.pool_size = {1}, .data_format = "channels_first", .name = "avg1d"}),
+       L::SpatialDropout1D(0.2, {.name = "drop1d"}),
+       L::GlobalAveragePooling1D(),
+       L::Dense(2)});
+  L::Sequential maps({L::Input({3, 4, 4}), L::SpatialDropout2D(0.5, {.data_format = "channels_first"}),
+                      L::GlobalAveragePooling2D({.data_format = "channels_first", .name = "gap2d"}), L::Dense(2)});
+  const Tensor x = Tensor::randn({2, 8, 8, 2}, DType::f32, 1), xm = Tensor::randn({2, 3, 4, 4}, DType::f32, 2);
+  const std::string path = dir.file("images.keras"), maps_path = dir.file("maps.keras");
+  images.save(path);
+  maps.save(maps_path);
+  auto restored = models::load_model(path);
+  check_close(values(restored->predict(x, {.verbose = 0})), values(images.predict(x, {.verbose = 0})), 0.0);
+  check_close(values(models::load_model(maps_path)->predict(xm, {.verbose = 0})),
+              values(maps.predict(xm, {.verbose = 0})), 0.0);
+  restored->save(dir.file("again.keras"));
+  const auto members = read_zip(path);
+  CHECK(members.at("config.json") == read_zip(dir.file("again.keras")).at("config.json"));
+
+  // Keras's keys and forms: tuples at full length, ZeroPadding2D's ((top, bottom), (left, right)).
+  json config = json::parse(members.at("config.json"));
+  std::map<std::string, json*> by_name;
+  for (json& layer : config["config"]["layers"]) by_name[layer["config"]["name"].get<std::string>()] = &layer;
+  const auto keys = [&](const std::string& name) { return (*by_name.at(name))["config"]; };
+  CHECK((*by_name.at("pad"))["class_name"] == "ZeroPadding2D");
+  CHECK(keys("pad")["padding"] == json::parse("[[1, 0], [2, 1]]"));
+  CHECK(keys("pad")["data_format"] == "channels_last");
+  CHECK((*by_name.at("max2d"))["class_name"] == "MaxPooling2D");
+  CHECK(keys("max2d")["pool_size"] == json::parse("[2, 2]"));
+  CHECK(keys("max2d")["strides"] == json::parse("[1, 2]"));
+  CHECK(keys("max2d")["padding"] == "same");
+  CHECK(keys("avg2d")["pool_size"] == json::parse("[3, 3]"));
+  CHECK(keys("avg2d")["strides"] == json::parse("[3, 3]"));  // Keras writes the resolved strides
+  CHECK(keys("up")["size"] == json::parse("[2, 1]"));
+  CHECK(keys("up")["interpolation"] == "bilinear");
+  CHECK(keys("drop2d")["rate"] == 0.3);
+  CHECK(keys("drop2d")["seed"] == 4);
+  CHECK(keys("drop2d")["data_format"] == "channels_last");
+  CHECK_FALSE(keys("drop2d").contains("noise_shape"));
+  CHECK(keys("gmp2d")["keepdims"] == true);
+  CHECK(keys("max1d")["pool_size"] == json::parse("[2]"));
+  CHECK(keys("avg1d")["data_format"] == "channels_first");
+  CHECK(keys("drop1d")["seed"].is_null());
+
+  // What Keras's constructors also take: ints for tuples, an (int, pair) padding, strides null.
+  (*by_name.at("pad"))["config"]["padding"] = json::parse("[1, [0, 2]]");
+  (*by_name.at("max2d"))["config"]["pool_size"] = 3;
+  (*by_name.at("max2d"))["config"]["strides"] = nullptr;
+  (*by_name.at("up"))["config"]["size"] = 2;
+  auto edited_members = members;
+  edited_members["config.json"] = config.dump();
+  const std::string edited = dir.file("edited.keras");
+  write_zip(edited, edited_members);
+  auto loaded = models::load_model(edited);
+  CHECK(dynamic_cast<const L::ZeroPadding2D&>(*loaded->get_layer("pad")).padding() ==
+        std::vector<std::int64_t>{1, 1, 0, 2});
+  const auto& max2d = dynamic_cast<const L::MaxPooling2D&>(*loaded->get_layer("max2d"));
+  CHECK(max2d.pool_size() == std::vector<std::int64_t>{3, 3});
+  CHECK(max2d.strides() == std::vector<std::int64_t>{3, 3});
+  CHECK(dynamic_cast<const L::UpSampling2D&>(*loaded->get_layer("up")).size() == std::vector<std::int64_t>{2, 2});
+  CHECK(loaded->predict(x, {.verbose = 0}).shape() == Shape{2, 2});
+
+  // A Keras interpolation loom does not implement is a clear error.
+  (*by_name.at("up"))["config"]["interpolation"] = "bicubic";
+  edited_members["config.json"] = config.dump();
+  write_zip(dir.file("bicubic.keras"), edited_members);
+  CHECK_THROWS_WITH(models::load_model(dir.file("bicubic.keras")), Catch::Contains("up") && Catch::Contains("bicubic"));
 }

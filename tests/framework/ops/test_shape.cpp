@@ -243,6 +243,28 @@ TEST_CASE("stack adds a new axis", "[shape]") {
   CHECK(is.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 3, 2, 4});
 }
 
+TEST_CASE("pad surrounds a tensor with a constant for every dtype", "[shape]") {
+  const Tensor x = iota({2, 3});
+  const Tensor y = ops::pad(x, {{1, 0}, {2, 1}});
+  CHECK(y.shape() == Shape{3, 6});
+  CHECK(values(y) == std::vector<double>{0, 0, 0, 0, 0, 0,  //
+                                         0, 0, 0, 1, 2, 0,  //
+                                         0, 0, 3, 4, 5, 0});
+  CHECK(values(ops::pad(f64({1, 2}, {2}), {{1, 2}}, 7.0)) == std::vector<double>{7, 1, 2, 7, 7});
+  // One pair for every axis (NumPy's pad_width), widths 0, a non-contiguous input.
+  CHECK(ops::pad(x, {{1, 1}}).shape() == Shape{4, 5});
+  const Tensor same = ops::pad(x, {{0, 0}, {0, 0}});
+  CHECK(values(same) == values(x));
+  CHECK_FALSE(same.shares_storage_with(x));
+  CHECK(values(ops::pad(ops::transpose(x), {{0, 1}, {1, 0}})) ==
+        std::vector<double>{0, 0, 3, 0, 1, 4, 0, 2, 5, 0, 0, 0});
+  CHECK(ops::pad(i64({4, 5}, {1, 2}), {{0, 0}, {1, 0}}, -1).to_vector<std::int64_t>() ==
+        std::vector<std::int64_t>{-1, 4, 5});
+  CHECK(ops::pad(iota({2}, DType::f32), {{1, 0}}).dtype() == DType::f32);
+  CHECK(ops::pad(iota({0, 2}), {{1, 1}, {0, 0}}).shape() == Shape{2, 2});
+  CHECK(ops::pad(Tensor::scalar(3.0), {}).item<double>() == 3.0);
+}
+
 TEST_CASE("split returns views of equal or given sizes", "[shape]") {
   const Tensor x = iota({2, 6});
   const auto parts = ops::split(x, 3, 1);
@@ -350,6 +372,18 @@ TEST_CASE("gradcheck of concat, stack and split", "[shape]") {
       {ops::transpose(randn({6, 2}, 11))});
 }
 
+TEST_CASE("gradcheck of pad: the gradient is the slice where x sits", "[shape]") {
+  const Tensor x = randn({2, 3, 2}, 31);
+  require_gradcheck([](const auto& v) { return ops::pad(v[0], {{1, 0}, {0, 2}, {1, 1}}); }, {x});
+  require_gradcheck([](const auto& v) { return ops::pad(v[0], {{2, 1}}, 5.0); }, {ops::transpose(x, 0, 2)});
+  require_gradgradcheck([](const auto& v) { return ops::square(ops::pad(v[0], {{0, 1}, {1, 0}, {0, 0}})); }, {x});
+  GradientTape tape;
+  tape.watch(x);
+  const Tensor y = ops::pad(x, {{0, 0}, {1, 1}, {0, 0}});
+  const Tensor g = tape.gradient(y, {x}, iota(y.shape()))[0];
+  CHECK(values(g) == values(ops::slice(iota(y.shape()), 1, 1, 4)));
+}
+
 TEST_CASE("gradcheck of take, take_along_axis and the adjoint ops", "[shape]") {
   const Tensor x = randn({4, 3}, 12);
   const Tensor idx = i64({3, 0, 3, 1, 0, 0}, {2, 3});  // repeated indices accumulate
@@ -441,6 +475,16 @@ TEST_CASE("shape ops reject bad input with clear messages", "[shape]") {
   REQUIRE_THROWS_WITH(ops::flatten(x, 2), Contains("flatten"));
   REQUIRE_THROWS_WITH(ops::reshape(Tensor(), {1}), Contains("reshape") && Contains("undefined"));
   REQUIRE_THROWS_WITH(ops::contiguous(Tensor()), Contains("contiguous") && Contains("undefined"));
+}
+
+TEST_CASE("pad rejects bad widths with clear messages", "[shape]") {
+  const Tensor x = iota({2, 3});
+  REQUIRE_THROWS_WITH(ops::pad(x, {{1, 0}, {0, -1}}), Contains("pad") && Contains("non-negative") &&
+                                                        Contains("[2, 3]") && Contains("-1"));
+  REQUIRE_THROWS_WITH(ops::pad(x, {{1, 0}, {0, 1}, {1, 1}}), Contains("pad") && Contains("[2, 3]") &&
+                                                                 Contains("one (before, after) pair per axis"));
+  REQUIRE_THROWS_WITH(ops::pad(x, {}), Contains("pad") && Contains("[2, 3]"));
+  REQUIRE_THROWS_WITH(ops::pad(Tensor(), {{1, 1}}), Contains("pad") && Contains("undefined"));
 }
 
 TEST_CASE("joining and indexing ops reject bad input with clear messages", "[shape]") {

@@ -1,0 +1,13 @@
+#include "layers/convolution/conv1d.hpp"
+
+namespace loom::layers {
+
+Conv1D::Conv1D(std::int64_t filters, std::vector<std::int64_t> kernel_size, Conv1DOptions options)
+    : BaseConv("conv1d", options.name,
+               {ConvKind::conv, 1, filters, std::move(kernel_size), options.strides, options.dilation_rate,
+                options.padding, options.data_format, options.groups, std::nullopt, options.activation,
+                options.use_bias, options.kernel_initializer, options.bias_initializer}),
+      filters_(filters),
+      options_(std::move(options)) {}
+
+}  // namespace loom::layers
