@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "framework/ops/ops.hpp"
+#include "models/detail/targets.hpp"
 
 // Every loss is composed of recorded loom ops, so its gradients (of any order) come from the ops' rules.
 
@@ -13,31 +14,24 @@ namespace {
 
 constexpr double kEpsilon = 1e-7;  // keras.backend.epsilon(): probabilities are clipped to [eps, 1 - eps]
 
-/// y_pred must be a float tensor of rank >= 1; y_true is cast to its dtype, as Keras does.
-std::pair<Tensor, Tensor> prepare(const Tensor& y_true, const Tensor& y_pred, std::string_view loss) {
+/// y_pred must be a float tensor of rank >= 1.
+void check_prediction(const Tensor& y_true, const Tensor& y_pred, std::string_view loss) {
   check(y_true.defined() && y_pred.defined(), "{}: y_true or y_pred is undefined", loss);
   check(is_floating(y_pred.dtype()), "{}: y_pred must be float32 or float64, got {} of shape {}", loss,
         y_pred.dtype(), y_pred.shape());
   check(y_pred.ndim() >= 1, "{}: y_pred must have rank >= 1, got a scalar", loss);
-  return {y_true.dtype() == y_pred.dtype() ? y_true : ops::cast(y_true, y_pred.dtype()), y_pred};
+}
+
+/// As every Keras loss begins: y_true cast to y_pred's dtype, then both brought to one rank.
+std::pair<Tensor, Tensor> prepare(const Tensor& y_true, const Tensor& y_pred, std::string_view loss) {
+  check_prediction(y_true, y_pred, loss);
+  return models::detail::squeeze_or_expand_to_same_rank(
+      y_true.dtype() == y_pred.dtype() ? y_true : ops::cast(y_true, y_pred.dtype()), y_pred);
 }
 
 void check_same_shape(const Tensor& y_true, const Tensor& y_pred, std::string_view loss) {
   check(y_true.shape() == y_pred.shape(), "{}: y_true and y_pred must have the same shape, got {} and {}", loss,
         y_true.shape(), y_pred.shape());
-}
-
-/// Keras's squeeze_or_expand_to_same_rank: when the ranks differ by one and the longer shape ends in 1, a
-/// rank-1 partner is expanded ([N] with [N, 1]) and otherwise the trailing 1 is squeezed.
-std::pair<Tensor, Tensor> same_rank(Tensor a, Tensor b) {
-  if (a.ndim() == b.ndim() + 1 && a.shape().back() == 1) {
-    if (b.ndim() == 1) b = ops::expand_dims(b, -1);
-    else a = ops::squeeze(a, -1);
-  } else if (b.ndim() == a.ndim() + 1 && b.shape().back() == 1) {
-    if (a.ndim() == 1) a = ops::expand_dims(a, -1);
-    else b = ops::squeeze(b, -1);
-  }
-  return {a, b};
 }
 
 /// log of the class probabilities along `axis`: log_softmax of logits, or (Keras) the probabilities
@@ -57,14 +51,12 @@ void check_smoothing(double label_smoothing, std::string_view loss) {
 
 Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
   auto [t, p] = prepare(y_true, y_pred, "mean_squared_error");
-  std::tie(t, p) = same_rank(t, p);
   check_same_shape(t, p, "mean_squared_error");
   return ops::mean(ops::square(ops::sub(t, p)), {-1});
 }
 
 Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred) {
   auto [t, p] = prepare(y_true, y_pred, "mean_absolute_error");
-  std::tie(t, p) = same_rank(t, p);
   check_same_shape(t, p, "mean_absolute_error");
   return ops::mean(ops::abs(ops::sub(t, p)), {-1});
 }
@@ -102,15 +94,10 @@ Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pre
                                        const SparseCrossentropyOptions& options) {
   const auto [from_logits, axis] = options;
   constexpr std::string_view loss = "sparse_categorical_crossentropy";
-  check(y_true.defined() && y_pred.defined(), "{}: y_true or y_pred is undefined", loss);
-  check(is_floating(y_pred.dtype()), "{}: y_pred must be float32 or float64, got {} of shape {}", loss,
-        y_pred.dtype(), y_pred.shape());
-  check(y_pred.ndim() >= 1, "{}: y_pred must have rank >= 1, got a scalar", loss);
-  check(y_true.dtype() == DType::i64, "{}: y_true must hold int64 class ids, got {} of shape {}", loss,
-        y_true.dtype(), y_true.shape());
+  check_prediction(y_true, y_pred, loss);
   const std::int64_t a = normalize_axis(axis, y_pred.ndim(), loss);
   // Keras accepts labels with a size-1 class axis ([N, 1] for [N, C]) and squeezes it.
-  Tensor labels = y_true;
+  Tensor labels = models::detail::squeeze_or_expand_to_same_rank(models::detail::class_ids(y_true, loss), y_pred).first;
   if (labels.ndim() == y_pred.ndim() && labels.shape()[std::size_t(a)] == 1) labels = ops::squeeze(labels, a);
   Shape expected = y_pred.shape();
   expected.erase(expected.begin() + a);

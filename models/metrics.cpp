@@ -10,6 +10,7 @@
 
 #include "framework/autograd/tape.hpp"
 #include "framework/ops/ops.hpp"
+#include "models/detail/targets.hpp"
 #include "models/losses.hpp"
 
 namespace loom::layers::metrics {
@@ -42,18 +43,13 @@ void check_prediction(const Tensor& y_true, const Tensor& y_pred, std::string_vi
   check(y_pred.ndim() >= 1, "{}: y_pred must have rank >= 1, got a scalar", fn);
 }
 
-/// Keras pairs [N] labels with [N, 1] predictions (and the reverse): the longer one loses its trailing 1.
-Tensor drop_trailing_one(const Tensor& x, const Tensor& other) {
-  return x.ndim() == other.ndim() + 1 && x.shape().back() == 1 ? ops::squeeze(x, -1) : x;
-}
-
 }  // namespace
 
 // ---- per-sample functions --------------------------------------------------------------------------------------
 
 Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double threshold) {
   check_prediction(y_true, y_pred, "binary_accuracy");
-  const Tensor t = drop_trailing_one(y_true, y_pred), p = drop_trailing_one(y_pred, y_true);
+  const auto [t, p] = models::detail::squeeze_or_expand_to_same_rank(y_true, y_pred);
   check(t.shape() == p.shape(), "binary_accuracy: y_true and y_pred must have the same shape, got {} and {}",
         y_true.shape(), y_pred.shape());
   const DType dtype = p.dtype();
@@ -64,21 +60,20 @@ Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double thresh
 
 Tensor categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
   check_prediction(y_true, y_pred, "categorical_accuracy");
-  check(y_true.shape() == y_pred.shape(),
+  const auto [t, p] = models::detail::squeeze_or_expand_to_same_rank(y_true, y_pred);
+  check(t.shape() == p.shape(),
         "categorical_accuracy: y_true (one-hot) and y_pred must have the same shape, got {} and {}; for integer "
         "labels use sparse_categorical_accuracy",
         y_true.shape(), y_pred.shape());
   const DType dtype = y_pred.dtype();
-  return ops::cast(ops::equal(ops::argmax(ops::cast(y_true, dtype), -1), ops::argmax(y_pred, -1)), dtype);
+  return ops::cast(ops::equal(ops::argmax(ops::cast(t, dtype), -1), ops::argmax(p, -1)), dtype);
 }
 
 Tensor sparse_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
   constexpr std::string_view fn = "sparse_categorical_accuracy";
   check_prediction(y_true, y_pred, fn);
-  check(y_true.dtype() == DType::i64, "{}: y_true must hold int64 class ids, got {} of shape {}", fn, y_true.dtype(),
-        y_true.shape());
   // Labels may keep a class axis of size 1 ([N, 1] for [N, C]), which Keras squeezes.
-  Tensor labels = y_true;
+  Tensor labels = models::detail::squeeze_or_expand_to_same_rank(models::detail::class_ids(y_true, fn), y_pred).first;
   if (labels.ndim() == y_pred.ndim() && labels.shape().back() == 1) labels = ops::squeeze(labels, -1);
   Shape expected = y_pred.shape();
   expected.pop_back();

@@ -207,7 +207,8 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state, const std
 }
 
 std::int64_t Optimizer::count_params() const {
-  std::int64_t total = 0;
+  if (built_with_.empty()) return 0;
+  std::int64_t total = learning_rate_.is_schedule() ? 1 : 2;  // iterations, learning_rate
   for (const auto& [id, slots] : slots_)
     for (const Tensor& slot : slots) total += slot.numel();
   return total;

@@ -126,7 +126,9 @@ class Optimizer {
   /// whose slots alternate per variable (Adam {{"m", "v"}, {"v_hat"}}: m and v of each variable, then every
   /// v_hat). Keras's optimizer.variables are iterations, learning_rate (when not a schedule), then these.
   virtual std::vector<std::vector<std::string>> keras_slot_order() const { return {slot_names()}; }
-  /// Number of scalars in the slots (the "Optimizer params" line of summary()).
+  /// Number of scalars in Keras's optimizer.variables once built (the "Optimizer params" line of summary()):
+  /// iterations, learning_rate unless it is a schedule, and the slots; 0 before the first step. Slots are made
+  /// on a variable's first gradient, where Keras makes them all at build.
   std::int64_t count_params() const;
 
  protected:

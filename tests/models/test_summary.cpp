@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -9,6 +10,8 @@
 
 #include "framework/runtime/detail/scoped_environment.hpp"
 #include "framework/tensor/error.hpp"
+#include "layers/layers.hpp"
+#include "models/models.hpp"
 #include "models/summary.hpp"
 #include "tests/models/text_fixtures.hpp"
 
@@ -144,4 +147,27 @@ TEST_CASE("render_summary with no rows draws the header and the bottom rule", "[
         " Total params: 0 (0.00 B)\n"
         " Trainable params: 0 (0.00 B)\n"
         " Non-trainable params: 0 (0.00 B)\n");
+}
+
+TEST_CASE("summary counts a built optimizer's variables as Keras does: iterations\\, learning_rate\\, slots",
+          "[summary]") {
+  const SummaryFixtures fixtures = read_fixtures();
+  const auto keras = std::find_if(fixtures.cases.begin(), fixtures.cases.end(),
+                                  [](const SummaryCase& c) { return c.name == "compiled_with_optimizer"; });
+  REQUIRE(keras != fixtures.cases.end());
+  // The footer lines ("Total params: 80 (320.00 B)", ..., "Optimizer params: 54 (216.00 B)").
+  const auto footer = [](const std::string& text) {
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    for (std::size_t end; (end = text.find('\n', start)) != std::string::npos; start = end + 1)
+      if (text.compare(start, 1, " ") == 0 && text.find("params:", start) < end)
+        lines.push_back(text.substr(start, end - start));
+    return lines;
+  };
+  REQUIRE(footer(keras->expected).size() == 4);
+  auto model = Sequential({Input({3}), Dense(5), Dense(1)});  // the fixture's model
+  model.compile({.optimizer = "adam", .loss = "mse"});
+  CHECK(footer(model.summary_string()).size() == 3);  // no optimizer line before its first step
+  model.train_on_batch(Tensor::randn({4, 3}, DType::f32, 1), Tensor::randn({4, 1}, DType::f32, 2));
+  CHECK(footer(model.summary_string()) == footer(keras->expected));
 }

@@ -247,18 +247,21 @@ TEST_CASE("slots are created on a variable's first update", "[optim]") {
   Variable w(Tensor::zeros(Shape{3, 2}, DType::f64), "w"), b(Tensor::zeros(Shape{2}, DType::f64), "b");
   CHECK(adam.count_params() == 0);
   adam.apply_gradients({Tensor::ones(Shape{3, 2}, DType::f64), Tensor()}, {w, b});
-  CHECK(adam.count_params() == 3 * 6);  // m, v and v_hat of w; b got no gradient yet
+  CHECK(adam.count_params() == 2 + 3 * 6);  // iterations, learning_rate; m, v and v_hat of w (b: no gradient yet)
   CHECK(values(b.value()) == std::vector<double>{0.0, 0.0});
   adam.apply_gradients({Tensor::ones(Shape{3, 2}, DType::f64), Tensor::ones(Shape{2}, DType::f64)}, {w, b});
-  CHECK(adam.count_params() == 3 * 8);
+  CHECK(adam.count_params() == 2 + 3 * 8);
   CHECK(adam.iterations() == 2);
 
   optim::SGD plain;
   plain.apply_gradients({Tensor::ones(Shape{3, 2}, DType::f64)}, {w});
-  CHECK(plain.count_params() == 0);  // plain SGD keeps no state
+  CHECK(plain.count_params() == 2);  // plain SGD keeps no slots, only iterations and learning_rate
   optim::RMSprop rms({.momentum = 0.5, .centered = true});
   rms.apply_gradients({Tensor::ones(Shape{2}, DType::f64)}, {b});
-  CHECK(rms.count_params() == 3 * 2);
+  CHECK(rms.count_params() == 2 + 3 * 2);
+  optim::SGD scheduled({.learning_rate = [](std::int64_t step) { return 0.1 / double(step + 1); }, .momentum = 0.9});
+  scheduled.apply_gradients({Tensor::ones(Shape{2}, DType::f64)}, {b});
+  CHECK(scheduled.count_params() == 1 + 2);  // a schedule is not a variable
 }
 
 TEST_CASE("state and load_state round trip gives identical next steps", "[optim]") {
@@ -310,7 +313,7 @@ TEST_CASE("state of a variable not updated yet is its initial zeros", "[optim]")
   REQUIRE(entries.size() == 5);
   CHECK(entries[3].first == "b/m");
   CHECK(values(entries[3].second) == std::vector<double>{0.0});
-  CHECK(adam.count_params() == 4);  // state() creates nothing
+  CHECK(adam.count_params() == 2 + 4);  // state() creates nothing
 }
 
 TEST_CASE("load_state reports every mismatch and changes nothing", "[optim]") {
