@@ -22,7 +22,7 @@ Tensor probabilities(const Shape& shape, std::uint64_t seed) { return ops::sigmo
 
 }  // namespace
 
-TEST_CASE("Every loss and metric takes [N] targets for [N\\, 1] outputs and [N\\, T\\, 1] for [N\\, T]",
+TEST_CASE("Every loss and metric pairs targets of shape (N) with outputs (N\\, 1) and (N\\, T\\, 1) with (N\\, T)",
           "[losses][metrics]") {
   using Fn = Tensor (*)(const Tensor&, const Tensor&);
   const std::vector<std::pair<const char*, Fn>> fns = {
@@ -50,7 +50,7 @@ TEST_CASE("Every loss and metric takes [N] targets for [N\\, 1] outputs and [N\\
                       Catch::Contains("binary_crossentropy") && Catch::Contains("[6, 2]") && Catch::Contains("[6, 1]"));
 }
 
-TEST_CASE("A sigmoid classifier trains with fit(x\\, y) on [N] labels as on [N\\, 1]", "[losses][fit]") {
+TEST_CASE("A sigmoid classifier trains with fit(x\\, y) on labels of shape (N) as on (N\\, 1)", "[losses][fit]") {
   const Tensor x = Tensor::randn({16, 3}, DType::f32, 1);
   const Tensor y = ops::cast(ops::greater(ops::sum(x, {1}), Tensor::scalar(0.0f, DType::f32)), DType::f32);  // [16]
   const auto train = [&](const Tensor& targets) {
