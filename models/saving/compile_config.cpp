@@ -50,9 +50,24 @@ json schedule_json(const optim::LearningRate& rate, const std::string& what) {
     config = {{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
               {"end_learning_rate", o.end_learning_rate}, {"power", o.power}, {"cycle", o.cycle},
               {"name", class_name}};
+  } else if (const auto* i = schedule.target<optim::InverseTimeDecay>()) {
+    const auto& o = i->options();
+    class_name = "InverseTimeDecay";
+    config = {{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps},
+              {"decay_rate", o.decay_rate}, {"staircase", o.staircase}, {"name", class_name}};
+  } else if (const auto* pc = schedule.target<optim::PiecewiseConstantDecay>()) {
+    const auto& o = pc->options();
+    class_name = "PiecewiseConstantDecay";
+    config = {{"boundaries", o.boundaries}, {"values", o.values}, {"name", "PiecewiseConstant"}};
+  } else if (const auto* r = schedule.target<optim::CosineDecayRestarts>()) {
+    const auto& o = r->options();
+    class_name = "CosineDecayRestarts";
+    config = {{"initial_learning_rate", o.initial_learning_rate}, {"first_decay_steps", o.first_decay_steps},
+              {"t_mul", o.t_mul}, {"m_mul", o.m_mul}, {"alpha", o.alpha}, {"name", "SGDRDecay"}};
   } else {
     throw Error(fmt::format("{}: the learning rate is a C++ function, which a .keras archive cannot hold; use a "
-                            "constant or one of loom's schedules (ExponentialDecay, CosineDecay, PolynomialDecay)",
+                            "constant or one of loom's schedules (ExponentialDecay, CosineDecay, PolynomialDecay, "
+                            "InverseTimeDecay, PiecewiseConstantDecay, CosineDecayRestarts)",
                             what));
   }
   return {{"module", "keras.optimizers.schedules"}, {"class_name", class_name}, {"config", config},
@@ -69,9 +84,23 @@ optim::LearningRate schedule_from(const json& value, const std::string& what) {
   const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
   Reader r(member(value, "config", what), what + " config");
   r.ignore({"name"});
-  const double initial = r.number("initial_learning_rate", 0.0);
-  const std::int64_t steps = r.integer("decay_steps");
   optim::LearningRate out = 0.0;
+  if (class_name == "PiecewiseConstantDecay") {
+    std::vector<double> values;
+    const std::string values_what = r.what("values");
+    for (const json& v : expect_array(r.require("values"), values_what)) values.push_back(as_double(v, values_what));
+    out = optim::PiecewiseConstantDecay({as_ints(r.require("boundaries"), r.what("boundaries")), values});
+    r.finish();
+    return out;
+  }
+  const double initial = r.number("initial_learning_rate", 0.0);
+  if (class_name == "CosineDecayRestarts") {
+    out = optim::CosineDecayRestarts({initial, r.integer("first_decay_steps"), r.number("t_mul", 2.0),
+                                      r.number("m_mul", 1.0), r.number("alpha", 0.0)});
+    r.finish();
+    return out;
+  }
+  const std::int64_t steps = r.integer("decay_steps");
   if (class_name == "ExponentialDecay") {
     out = optim::ExponentialDecay({initial, steps, r.number("decay_rate", 0.0), r.boolean("staircase", false)});
   } else if (class_name == "CosineDecay") {
@@ -80,9 +109,12 @@ optim::LearningRate schedule_from(const json& value, const std::string& what) {
   } else if (class_name == "PolynomialDecay") {
     out = optim::PolynomialDecay({initial, steps, r.number("end_learning_rate", 0.0001), r.number("power", 1.0),
                                   r.boolean("cycle", false)});
+  } else if (class_name == "InverseTimeDecay") {
+    out = optim::InverseTimeDecay({initial, steps, r.number("decay_rate", 0.0), r.boolean("staircase", false)});
   } else {
     throw Error(fmt::format("{}: loom has no learning-rate schedule '{}'; it supports ExponentialDecay, "
-                            "CosineDecay and PolynomialDecay", what, class_name));
+                            "CosineDecay, PolynomialDecay, InverseTimeDecay, PiecewiseConstantDecay and "
+                            "CosineDecayRestarts", what, class_name));
   }
   r.finish();
   return out;

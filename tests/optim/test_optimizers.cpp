@@ -3,6 +3,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,13 @@ double number_or(const FixtureCase& c, const std::string& key, double fallback) 
   return number_option(c, key).value_or(fallback);
 }
 bool flag(const FixtureCase& c, const std::string& key) { return c.option_or(key, "0") == "1"; }
+/// A comma-separated list option ("0.02,0.01").
+std::vector<double> list_option(const FixtureCase& c, const std::string& key) {
+  std::vector<double> out;
+  std::istringstream in(c.option(key));
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::stod(item));
+  return out;
+}
 
 /// The learning rate a case names: a constant, or one of the schedules with its arguments.
 optim::LearningRate learning_rate_of(const FixtureCase& c, double keras_default) {
@@ -39,6 +47,17 @@ optim::LearningRate learning_rate_of(const FixtureCase& c, double keras_default)
   if (schedule == "cosine")
     return optim::CosineDecay({init, decay_steps, number_or(c, "alpha", 0.0), number_option(c, "warmup_target"),
                                std::int64_t(number_or(c, "warmup_steps", 0.0))});
+  if (schedule == "inverse_time")
+    return optim::InverseTimeDecay({init, decay_steps, number_or(c, "decay_rate", 0.0), flag(c, "staircase")});
+  if (schedule == "piecewise_constant") {
+    std::vector<std::int64_t> boundaries;
+    for (double b : list_option(c, "boundaries")) boundaries.push_back(std::int64_t(b));
+    return optim::PiecewiseConstantDecay({boundaries, list_option(c, "values")});
+  }
+  if (schedule == "cosine_restarts")
+    return optim::CosineDecayRestarts({init, std::int64_t(number_or(c, "first_decay_steps", 0.0)),
+                                       number_or(c, "t_mul", 2.0), number_or(c, "m_mul", 1.0),
+                                       number_or(c, "alpha", 0.0)});
   REQUIRE(schedule == "polynomial");
   return optim::PolynomialDecay({init, decay_steps, number_or(c, "end_learning_rate", 0.0001),
                                  number_or(c, "power", 1.0), flag(c, "cycle")});

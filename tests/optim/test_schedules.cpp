@@ -74,4 +74,23 @@ TEST_CASE("schedules reject bad arguments", "[optim]") {
                       Catch::Contains("PolynomialDecay: decay_steps"));
   const optim::CosineDecay cosine({.initial_learning_rate = 0.1, .decay_steps = 3});
   REQUIRE_THROWS_WITH(cosine(-1), Catch::Contains("step must be >= 0, got -1"));
+  REQUIRE_THROWS_WITH(optim::InverseTimeDecay({.initial_learning_rate = 0.1, .decay_steps = 0}),
+                      Catch::Contains("InverseTimeDecay: decay_steps must be > 0"));
+  REQUIRE_THROWS_WITH(optim::InverseTimeDecay({.initial_learning_rate = 0.1, .decay_steps = 2, .decay_rate = -1}),
+                      Catch::Contains("decay_rate"));
+  REQUIRE_THROWS_WITH(optim::PiecewiseConstantDecay({.boundaries = {3, 5}, .values = {0.1, 0.01}}),
+                      Catch::Contains("one entry more than boundaries, got 2 boundaries and 2 values"));
+  REQUIRE_THROWS_WITH(optim::PiecewiseConstantDecay({.boundaries = {5, 5}, .values = {0.1, 0.01, 0.001}}),
+                      Catch::Contains("boundaries must increase, got [5, 5]"));
+  REQUIRE_THROWS_WITH(optim::CosineDecayRestarts({.initial_learning_rate = 0.1, .first_decay_steps = 0}),
+                      Catch::Contains("CosineDecayRestarts: first_decay_steps must be > 0"));
+  REQUIRE_THROWS_WITH(optim::CosineDecayRestarts({.initial_learning_rate = 0.1, .first_decay_steps = 2, .t_mul = 0}),
+                      Catch::Contains("t_mul"));
+}
+
+TEST_CASE("PiecewiseConstantDecay's ranges close on their boundary\\, as Keras's", "[optim]") {
+  const optim::PiecewiseConstantDecay piecewise({.boundaries = {2, 5}, .values = {1.0, 0.5, 0.1}});
+  std::vector<double> rates;
+  for (std::int64_t step = 0; step <= 7; ++step) rates.push_back(piecewise(step));
+  CHECK(rates == std::vector<double>{1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.1, 0.1});
 }
