@@ -1,5 +1,6 @@
 #include "models/losses.hpp"
 
+#include <cmath>
 #include <string_view>
 #include <utility>
 
@@ -46,6 +47,30 @@ void check_smoothing(double label_smoothing, std::string_view loss) {
   check(label_smoothing >= 0.0 && label_smoothing <= 1.0, "{}: label_smoothing must be in [0, 1], got {}", loss,
         label_smoothing);
 }
+
+/// prepare() followed by the same-shape check, for the elementwise losses.
+std::pair<Tensor, Tensor> prepare_same_shape(const Tensor& y_true, const Tensor& y_pred, std::string_view loss) {
+  auto pair = prepare(y_true, y_pred, loss);
+  check_same_shape(pair.first, pair.second, loss);
+  return pair;
+}
+
+/// Keras's convert_binary_labels_to_hinge: labels that are all 0 or 1 become -1 or 1; others are kept.
+Tensor hinge_labels(const Tensor& t) {
+  const Tensor binary = ops::logical_or(ops::equal(t, Tensor::scalar(0.0, t.dtype())),
+                                        ops::equal(t, Tensor::scalar(1.0, t.dtype())));
+  const bool all_binary = t.numel() == 0 || ops::min(ops::cast(binary, DType::f64)).item<double>() == 1.0;
+  return all_binary ? 2.0 * t - 1.0 : t;
+}
+
+/// x / max(||x||_2, 1e-7) along `axis`, as keras.ops.normalize (x * min(rsqrt(sum x^2), 1e7)).
+Tensor l2_normalize(const Tensor& x, std::int64_t axis) {
+  const Tensor inv_norm = ops::rsqrt(ops::sum(ops::square(x), {axis}, /*keepdims=*/true));
+  return x * ops::minimum(inv_norm, Tensor::scalar(1.0 / kEpsilon, x.dtype()));
+}
+
+/// log(1 + exp(x)), stable for any x.
+Tensor softplus(const Tensor& x) { return -ops::log_sigmoid(-x); }
 
 }  // namespace
 
@@ -109,6 +134,77 @@ Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pre
   // Picks each label's log-probability (no one-hot product, so a -inf logit elsewhere cannot give 0 * -inf).
   const Tensor picked = ops::take_along_axis(log_probabilities(y_pred, a, from_logits), ops::expand_dims(labels, a), a);
   return -ops::squeeze(picked, a);
+}
+
+Tensor huber(const Tensor& y_true, const Tensor& y_pred, const HuberOptions& options) {
+  check(options.delta >= 0.0, "huber: delta must be >= 0, got {}", options.delta);
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "huber");
+  const double delta = options.delta;
+  const Tensor error = p - t;
+  const Tensor abs_error = ops::abs(error);
+  const Tensor quadratic = 0.5 * ops::square(error);
+  const Tensor linear = delta * abs_error - 0.5 * delta * delta;
+  return ops::mean(ops::where(ops::less_equal(abs_error, Tensor::scalar(delta, p.dtype())), quadratic, linear), {-1});
+}
+
+Tensor kl_divergence(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "kl_divergence");
+  const Tensor tc = ops::clip(t, kEpsilon, 1.0);
+  return ops::sum(tc * ops::log(tc / ops::clip(p, kEpsilon, 1.0)), {-1});
+}
+
+Tensor log_cosh(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "log_cosh");
+  const Tensor x = p - t;
+  return ops::mean(x + softplus(-2.0 * x) - std::log(2.0), {-1});
+}
+
+Tensor cosine_similarity(const Tensor& y_true, const Tensor& y_pred, const CosineSimilarityOptions& options) {
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "cosine_similarity");
+  const std::int64_t a = normalize_axis(options.axis, p.ndim(), "cosine_similarity");
+  return -ops::sum(l2_normalize(t, a) * l2_normalize(p, a), {a});
+}
+
+Tensor poisson(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "poisson");
+  return ops::mean(p - t * ops::log(p + kEpsilon), {-1});
+}
+
+Tensor hinge(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "hinge");
+  return ops::mean(ops::relu(1.0 - hinge_labels(t) * p), {-1});
+}
+
+Tensor squared_hinge(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "squared_hinge");
+  return ops::mean(ops::square(ops::relu(1.0 - hinge_labels(t) * p)), {-1});
+}
+
+Tensor categorical_hinge(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "categorical_hinge");
+  const Tensor pos = ops::sum(t * p, {-1});
+  const Tensor neg = ops::max((1.0 - t) * p, {-1});
+  return ops::relu(neg - pos + 1.0);
+}
+
+Tensor mean_squared_logarithmic_error(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "mean_squared_logarithmic_error");
+  const Tensor eps = Tensor::scalar(kEpsilon, p.dtype());
+  return ops::mean(ops::square(ops::log(ops::maximum(p, eps) + 1.0) - ops::log(ops::maximum(t, eps) + 1.0)), {-1});
+}
+
+Tensor mean_absolute_percentage_error(const Tensor& y_true, const Tensor& y_pred) {
+  auto [t, p] = prepare_same_shape(y_true, y_pred, "mean_absolute_percentage_error");
+  const Tensor denominator = ops::maximum(ops::abs(t), Tensor::scalar(kEpsilon, p.dtype()));
+  return 100.0 * ops::mean(ops::abs((t - p) / denominator), {-1});
+}
+
+Tensor Huber::operator()(const Tensor& y_true, const Tensor& y_pred) const {
+  return huber(y_true, y_pred, {.delta = delta});
+}
+
+Tensor CosineSimilarity::operator()(const Tensor& y_true, const Tensor& y_pred) const {
+  return cosine_similarity(y_true, y_pred, {.axis = axis});
 }
 
 }  // namespace loom::losses

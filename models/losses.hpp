@@ -8,6 +8,8 @@
 // renormalized to sum to 1 along the class axis; the from_logits forms are computed stably from the logits
 // (log_softmax, log_sigmoid), finite for logits of any size. label_smoothing (in [0, 1]) moves binary targets
 // towards 0.5 and categorical ones towards 1 / num_classes. All are composed of differentiable ops.
+// Reductions over the last axis (Keras): mean for huber, log_cosh, poisson, hinge, squared_hinge, msle and
+// mape; sum for kl_divergence, categorical_hinge and cosine_similarity (over `axis`).
 #include <cstdint>
 
 #include "framework/tensor/tensor.hpp"
@@ -35,5 +37,46 @@ Tensor categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred, cons
 /// [0, num_classes), and floats that are not whole numbers, are an error.
 Tensor sparse_categorical_crossentropy(const Tensor& y_true, const Tensor& y_pred,
                                        const SparseCrossentropyOptions& options = {});
+
+/// Options of huber: quadratic for |y_pred - y_true| <= delta, linear beyond.
+struct HuberOptions {
+  double delta = 1.0;
+};
+/// Options of cosine_similarity: the axis the vectors lie along.
+struct CosineSimilarityOptions {
+  std::int64_t axis = -1;
+};
+
+/// mean(0.5 e^2 if |e| <= delta else delta |e| - 0.5 delta^2), e = y_pred - y_true; delta must be >= 0.
+Tensor huber(const Tensor& y_true, const Tensor& y_pred, const HuberOptions& options = {});
+/// sum(t log(t / p)) with t and p clipped to [1e-7, 1].
+Tensor kl_divergence(const Tensor& y_true, const Tensor& y_pred);
+/// mean(log(cosh(y_pred - y_true))), computed as x + softplus(-2x) - log 2 (finite for any x).
+Tensor log_cosh(const Tensor& y_true, const Tensor& y_pred);
+/// -sum(l2_normalize(y_true) * l2_normalize(y_pred)) along `axis` (Keras returns the negative similarity);
+/// a norm below 1e-7 is taken as 1e-7, so a zero vector gives 0.
+Tensor cosine_similarity(const Tensor& y_true, const Tensor& y_pred, const CosineSimilarityOptions& options = {});
+/// mean(y_pred - y_true log(y_pred + 1e-7)).
+Tensor poisson(const Tensor& y_true, const Tensor& y_pred);
+/// mean(max(1 - t y_pred, 0)); y_true holding only 0s and 1s is first mapped to -1 and 1 (t = 2 y_true - 1).
+Tensor hinge(const Tensor& y_true, const Tensor& y_pred);
+/// mean(max(1 - t y_pred, 0)^2), with hinge's label conversion.
+Tensor squared_hinge(const Tensor& y_true, const Tensor& y_pred);
+/// max(max((1 - y_true) y_pred) - sum(y_true y_pred) + 1, 0) over the last axis (one-hot y_true).
+Tensor categorical_hinge(const Tensor& y_true, const Tensor& y_pred);
+/// mean((log(max(y_pred, 1e-7) + 1) - log(max(y_true, 1e-7) + 1))^2).
+Tensor mean_squared_logarithmic_error(const Tensor& y_true, const Tensor& y_pred);
+/// 100 mean(|y_true - y_pred| / max(|y_true|, 1e-7)).
+Tensor mean_absolute_percentage_error(const Tensor& y_true, const Tensor& y_pred);
+
+// The Keras loss classes with options, as callables for compile (.loss = losses::Huber{.delta = 2.0}).
+struct Huber {
+  double delta = 1.0;
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+};
+struct CosineSimilarity {
+  std::int64_t axis = -1;
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+};
 
 }  // namespace loom::losses

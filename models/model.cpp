@@ -54,9 +54,25 @@ LossFunction loss_by_name(const std::string& given, const Shape& y_true, const S
     return [](const Tensor& t, const Tensor& p) { return losses::categorical_crossentropy(t, p); };
   if (name == "sparse_categorical_crossentropy" || name == "sparsecategoricalcrossentropy")
     return [](const Tensor& t, const Tensor& p) { return losses::sparse_categorical_crossentropy(t, p); };
+  if (name == "huber") return losses::Huber{};
+  if (name == "kld" || name == "kl_divergence" || name == "kullback_leibler_divergence" || name == "kldivergence")
+    return losses::kl_divergence;
+  if (name == "log_cosh" || name == "logcosh") return losses::log_cosh;
+  if (name == "cosine_similarity" || name == "cosinesimilarity") return losses::CosineSimilarity{};
+  if (name == "poisson") return losses::poisson;
+  if (name == "hinge") return losses::hinge;
+  if (name == "squared_hinge" || name == "squaredhinge") return losses::squared_hinge;
+  if (name == "categorical_hinge" || name == "categoricalhinge") return losses::categorical_hinge;
+  if (name == "msle" || name == "mean_squared_logarithmic_error" || name == "meansquaredlogarithmicerror")
+    return losses::mean_squared_logarithmic_error;
+  if (name == "mape" || name == "mean_absolute_percentage_error" || name == "meanabsolutepercentageerror")
+    return losses::mean_absolute_percentage_error;
   throw Error(fmt::format(
       "Model.compile: unknown loss '{}'; known: mse, mae, binary_crossentropy (bce), categorical_crossentropy, "
-      "sparse_categorical_crossentropy, crossentropy (ce, chosen by shapes), their class names, or a function",
+      "sparse_categorical_crossentropy, crossentropy (ce, chosen by shapes), huber, kl_divergence (kld, "
+      "kullback_leibler_divergence), log_cosh (logcosh), cosine_similarity, poisson, hinge, squared_hinge, "
+      "categorical_hinge, mean_squared_logarithmic_error (msle), mean_absolute_percentage_error (mape), their "
+      "class names, or a function",
       given));
 }
 

@@ -8,8 +8,12 @@
 #include "framework/autograd/tape.hpp"
 #include "framework/ops/ops.hpp"
 #include "framework/tensor/error.hpp"
+#include "optim/adadelta.hpp"
+#include "optim/adagrad.hpp"
 #include "optim/adam.hpp"
+#include "optim/adamax.hpp"
 #include "optim/adamw.hpp"
+#include "optim/lion.hpp"
 #include "optim/rmsprop.hpp"
 #include "optim/sgd.hpp"
 
@@ -142,7 +146,7 @@ void Optimizer::apply_aggregated_gradients(const std::vector<Tensor>& grads, con
     auto [it, created] = slots_.try_emplace(variables[i].id());
     if (created) {
       for (std::size_t s = 0; s < slot_names().size(); ++s)
-        it->second.push_back(Tensor::zeros(variables[i].shape(), variables[i].dtype()));
+        it->second.push_back(Tensor::full(variables[i].shape(), slot_initial_value(s), variables[i].dtype()));
     }
     update_step(gradients[i], variables[i], it->second, lr);
   }
@@ -158,11 +162,12 @@ std::vector<std::pair<std::string, Tensor>> Optimizer::state(const std::vector<V
     check(var.defined(), "{}.state: a variable is undefined", name_);
     check(seen.insert(var.name()).second, "{}.state: two variables are named '{}'; slot names would collide", name_,
           var.name());
-    // A variable not updated yet has the zeros its slots would start from.
+    // A variable not updated yet has the values its slots would start from.
     const auto it = slots_.find(var.id());
     for (std::size_t s = 0; s < names.size(); ++s) {
-      entries.emplace_back(slot_key(var, names[s]),
-                           it != slots_.end() ? it->second[s] : Tensor::zeros(var.shape(), var.dtype()));
+      entries.emplace_back(slot_key(var, names[s]), it != slots_.end()
+                                                        ? it->second[s]
+                                                        : Tensor::full(var.shape(), slot_initial_value(s), var.dtype()));
     }
   }
   return entries;
@@ -221,7 +226,12 @@ std::shared_ptr<Optimizer> get(std::string_view name) {
   if (lower == "sgd") return std::make_shared<SGD>();
   if (lower == "adamw") return std::make_shared<AdamW>();
   if (lower == "rmsprop") return std::make_shared<RMSprop>();
-  throw Error(fmt::format("optim::get: unknown optimizer '{}'; known: adam, adamw, rmsprop, sgd", name));
+  if (lower == "adagrad") return std::make_shared<Adagrad>();
+  if (lower == "adamax") return std::make_shared<Adamax>();
+  if (lower == "adadelta") return std::make_shared<Adadelta>();
+  if (lower == "lion") return std::make_shared<Lion>();
+  throw Error(fmt::format("optim::get: unknown optimizer '{}'; known: adadelta, adagrad, adam, adamax, adamw, lion, "
+                          "rmsprop, sgd", name));
 }
 
 }  // namespace loom::optim

@@ -136,6 +136,8 @@ class Optimizer {
 
   /// The names of the slots one variable needs, in Keras's order ("m", "v").
   virtual std::vector<std::string> slot_names() const = 0;
+  /// The value every element of slot `slot` starts from (Keras's initializer of it): 0 but for Adagrad.
+  virtual double slot_initial_value(std::size_t /*slot*/) const { return 0.0; }
   /// Updates `var` in place from its gradient, its slots (zeros at first, same shape and dtype as var) and
   /// the step's learning rate. Runs under NoGradGuard.
   virtual void update_step(const Tensor& gradient, Variable& var, std::vector<Tensor>& slots, double lr) = 0;

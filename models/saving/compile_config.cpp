@@ -12,8 +12,12 @@
 #include "models/losses.hpp"
 #include "models/metrics.hpp"
 #include "models/saving/detail/serialization.hpp"
+#include "optim/adadelta.hpp"
+#include "optim/adagrad.hpp"
 #include "optim/adam.hpp"
+#include "optim/adamax.hpp"
 #include "optim/adamw.hpp"
+#include "optim/lion.hpp"
 #include "optim/rmsprop.hpp"
 #include "optim/schedules.hpp"
 #include "optim/sgd.hpp"
@@ -153,8 +157,26 @@ json optimizer_json(const optim::Optimizer& opt) {
     config["momentum"] = rms->momentum();
     config["epsilon"] = rms->epsilon();
     config["centered"] = rms->centered();
+  } else if (const auto* adagrad = dynamic_cast<const optim::Adagrad*>(&opt)) {
+    class_name = "Adagrad";
+    config["initial_accumulator_value"] = adagrad->initial_accumulator_value();
+    config["epsilon"] = adagrad->epsilon();
+  } else if (const auto* adamax = dynamic_cast<const optim::Adamax*>(&opt)) {
+    class_name = "Adamax";
+    config["beta_1"] = adamax->beta_1();
+    config["beta_2"] = adamax->beta_2();
+    config["epsilon"] = adamax->epsilon();
+  } else if (const auto* adadelta = dynamic_cast<const optim::Adadelta*>(&opt)) {
+    class_name = "Adadelta";
+    config["rho"] = adadelta->rho();
+    config["epsilon"] = adadelta->epsilon();
+  } else if (const auto* lion = dynamic_cast<const optim::Lion*>(&opt)) {
+    class_name = "Lion";
+    config["beta_1"] = lion->beta_1();
+    config["beta_2"] = lion->beta_2();
   } else {
-    throw Error(fmt::format("{}: loom saves the optimizers Adam, AdamW, SGD and RMSprop, not this class", what));
+    throw Error(fmt::format("{}: loom saves the optimizers Adam, AdamW, SGD, RMSprop, Adagrad, Adamax, Adadelta and "
+                            "Lion, not this class", what));
   }
   return {{"module", "keras.optimizers"}, {"class_name", class_name}, {"config", config},
           {"registered_name", nullptr}};
@@ -170,8 +192,11 @@ std::shared_ptr<optim::Optimizer> optimizer_from(const json& value, const std::s
   }
   expect_object(value, what);
   const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
-  check(class_name == "Adam" || class_name == "AdamW" || class_name == "SGD" || class_name == "RMSprop",
-        "{}: loom has no optimizer '{}'; it supports Adam, AdamW, SGD and RMSprop", what, class_name);
+  static const std::set<std::string> known = {"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adamax", "Adadelta",
+                                              "Lion"};
+  check(known.count(class_name) == 1,
+        "{}: loom has no optimizer '{}'; it supports Adam, AdamW, SGD, RMSprop, Adagrad, Adamax, Adadelta and Lion",
+        what, class_name);
   Reader r(member(value, "config", what), what + " (" + class_name + ") config");
   const std::optional<std::string> name = r.optional_string("name");
   const json* lr_value = r.find("learning_rate");
@@ -202,6 +227,27 @@ std::shared_ptr<optim::Optimizer> optimizer_from(const json& value, const std::s
     const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.01;
     out = std::make_shared<optim::SGD>(
         optim::SGDOptions{lr, momentum, nesterov, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+  } else if (class_name == "Adagrad") {
+    const double initial = r.number("initial_accumulator_value", 0.1), epsilon = r.number("epsilon", 1e-7);
+    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
+    out = std::make_shared<optim::Adagrad>(
+        optim::AdagradOptions{lr, initial, epsilon, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+  } else if (class_name == "Adamax") {
+    const double beta_1 = r.number("beta_1", 0.9), beta_2 = r.number("beta_2", 0.999);
+    const double epsilon = r.number("epsilon", 1e-7);
+    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
+    out = std::make_shared<optim::Adamax>(
+        optim::AdamaxOptions{lr, beta_1, beta_2, epsilon, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+  } else if (class_name == "Adadelta") {
+    const double rho = r.number("rho", 0.95), epsilon = r.number("epsilon", 1e-7);
+    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
+    out = std::make_shared<optim::Adadelta>(
+        optim::AdadeltaOptions{lr, rho, epsilon, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+  } else if (class_name == "Lion") {
+    const double beta_1 = r.number("beta_1", 0.9), beta_2 = r.number("beta_2", 0.99);
+    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
+    out = std::make_shared<optim::Lion>(
+        optim::LionOptions{lr, beta_1, beta_2, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
   } else {
     const double rho = r.number("rho", 0.9), momentum = r.number("momentum", 0.0);
     const double epsilon = r.number("epsilon", 1e-7);

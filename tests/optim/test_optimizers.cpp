@@ -99,6 +99,35 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const FixtureCase& c) {
                             .epsilon = number_or(c, "epsilon", 1e-7),
                             .amsgrad = flag(c, "amsgrad")},
         c));
+  if (kind == "adagrad")
+    return std::make_unique<optim::Adagrad>(with_clipping(
+        optim::AdagradOptions{.learning_rate = learning_rate_of(c, 0.001),
+                              .initial_accumulator_value = number_or(c, "initial_accumulator_value", 0.1),
+                              .epsilon = number_or(c, "epsilon", 1e-7),
+                              .weight_decay = number_option(c, "weight_decay")},
+        c));
+  if (kind == "adamax")
+    return std::make_unique<optim::Adamax>(with_clipping(
+        optim::AdamaxOptions{.learning_rate = learning_rate_of(c, 0.001),
+                             .beta_1 = number_or(c, "beta_1", 0.9),
+                             .beta_2 = number_or(c, "beta_2", 0.999),
+                             .epsilon = number_or(c, "epsilon", 1e-7),
+                             .weight_decay = number_option(c, "weight_decay")},
+        c));
+  if (kind == "adadelta")
+    return std::make_unique<optim::Adadelta>(with_clipping(
+        optim::AdadeltaOptions{.learning_rate = learning_rate_of(c, 0.001),
+                               .rho = number_or(c, "rho", 0.95),
+                               .epsilon = number_or(c, "epsilon", 1e-7),
+                               .weight_decay = number_option(c, "weight_decay")},
+        c));
+  if (kind == "lion")
+    return std::make_unique<optim::Lion>(with_clipping(
+        optim::LionOptions{.learning_rate = learning_rate_of(c, 0.001),
+                           .beta_1 = number_or(c, "beta_1", 0.9),
+                           .beta_2 = number_or(c, "beta_2", 0.99),
+                           .weight_decay = number_option(c, "weight_decay")},
+        c));
   REQUIRE(kind == "rmsprop");
   return std::make_unique<optim::RMSprop>(with_clipping(
       optim::RMSpropOptions{.learning_rate = learning_rate_of(c, 0.001),
@@ -407,6 +436,7 @@ TEST_CASE("optim::get makes optimizers from Keras strings", "[optim]") {
   CHECK(dynamic_cast<optim::SGD*>(optim::get("sgd").get()) != nullptr);
   CHECK(dynamic_cast<optim::AdamW*>(optim::get("ADAMW").get()) != nullptr);
   CHECK(dynamic_cast<optim::RMSprop*>(optim::get("RMSprop").get()) != nullptr);
-  REQUIRE_THROWS_WITH(optim::get("adagrad"), Catch::Contains("unknown optimizer 'adagrad'") &&
-                                                 Catch::Contains("adam, adamw, rmsprop, sgd"));
+  CHECK(dynamic_cast<optim::Adagrad*>(optim::get("Adagrad").get()) != nullptr);
+  REQUIRE_THROWS_WITH(optim::get("adafactor"), Catch::Contains("unknown optimizer 'adafactor'") &&
+                                                   Catch::Contains("adadelta, adagrad, adam, adamax, adamw, lion"));
 }
