@@ -2,10 +2,10 @@
 
 namespace loom::layers {
 
-Activation::Activation(std::string activation, ActivationOptions options)
+Activation::Activation(activations::Activation activation, ActivationOptions options)
     : Layer("activation", options.name),
-      activation_name_(std::move(activation)),
-      activation_(activations::get(activation_name_, name())) {}
+      activation_spec_(std::move(activation)),
+      activation_(activation_spec_.function(name())) {}
 
 Tensor Activation::call(const Tensor& x, bool) {
   check(is_floating(x.dtype()), "{}: expected a float32 or float64 input, got {} of shape {}", name(), x.dtype(),

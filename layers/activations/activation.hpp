@@ -1,7 +1,8 @@
 #pragma once
-// Activation (keras.layers.Activation): applies an activation function chosen by its Keras name.
+// Activation (keras.layers.Activation): applies an activation function chosen by its Keras name, or a callable.
 //
 //   L::Activation act("gelu");   // see layers/activations/activation_functions.hpp for the names
+//   L::Activation tanh_gelu([](const Tensor& x) { return ops::gelu(x, /*approximate=*/true); });
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,17 +19,17 @@ struct ActivationOptions {
 
 class Activation : public Layer {
  public:
-  explicit Activation(std::string activation, ActivationOptions options = {});
+  explicit Activation(activations::Activation activation, ActivationOptions options = {});
   /// Passes the input's Keras mask on, as Keras.
   bool supports_masking() const override { return true; }
 
-  const std::string& activation() const { return activation_name_; }
+  const activations::Activation& activation() const { return activation_spec_; }
 
  protected:
   Tensor call(const Tensor& x, bool training) override;
 
  private:
-  std::string activation_name_;
+  activations::Activation activation_spec_;
   activations::ActivationFn activation_;
 
  protected:

@@ -44,6 +44,69 @@ Tensor mish(const Tensor& x) { return x * ops::tanh(softplus(x)); }
 Tensor exponential(const Tensor& x) { return ops::exp(x); }
 
 namespace {
+Tensor scalar_like(double value, const Tensor& x) { return Tensor::full({}, value, x.dtype()); }
+}  // namespace
+
+Tensor celu(const Tensor& x, double alpha) {
+  // As elu: exp only of min(x, 0).
+  const Tensor negative_part = ops::exp(ops::clip(x, -std::numeric_limits<double>::infinity(), 0.0) / alpha) - 1.0;
+  return ops::relu(x) + alpha * negative_part;
+}
+
+Tensor squareplus(const Tensor& x, double b) { return (x + ops::sqrt(ops::square(x) + b)) / 2.0; }
+
+Tensor sparse_plus(const Tensor& x) {
+  // (c + 1)^2 / 4 with c = clip(x, -1, 1) is 0 below -1 and 1 at 1, where x - 1 continues it.
+  const Tensor c = ops::clip(x, -1.0, 1.0);
+  return ops::square(c + 1.0) / 4.0 + ops::relu(x - 1.0);
+}
+
+Tensor sparse_sigmoid(const Tensor& x) { return (ops::clip(x, -1.0, 1.0) + 1.0) / 2.0; }
+
+Tensor hard_tanh(const Tensor& x) { return ops::clip(x, -1.0, 1.0); }
+
+Tensor tanh_shrink(const Tensor& x) { return x - ops::tanh(x); }
+
+Tensor soft_shrink(const Tensor& x, double threshold) { return x - ops::clip(x, -threshold, threshold); }
+
+Tensor hard_shrink(const Tensor& x, double threshold) {
+  return ops::where(ops::greater(ops::abs(x), scalar_like(threshold, x)), x, scalar_like(0.0, x));
+}
+
+Tensor threshold(const Tensor& x, double threshold, double default_value) {
+  return ops::where(ops::greater(x, scalar_like(threshold, x)), x, scalar_like(default_value, x));
+}
+
+Tensor glu(const Tensor& x, std::int64_t axis) {
+  const std::int64_t rank = static_cast<std::int64_t>(x.shape().size());
+  check(rank > 0, "glu: needs an input of rank >= 1");
+  const std::int64_t a = axis < 0 ? axis + rank : axis;
+  check(a >= 0 && a < rank, "glu: axis {} is out of range for rank {}", axis, rank);
+  check(x.shape()[a] % 2 == 0, "glu: the dimension {} of axis {} must be even to split into halves", x.shape()[a],
+        axis);
+  const auto halves = ops::split(x, 2, a);
+  return halves[0] * ops::sigmoid(halves[1]);
+}
+
+Tensor sparsemax(const Tensor& x, std::int64_t axis) {
+  const std::int64_t rank = static_cast<std::int64_t>(x.shape().size());
+  check(rank > 0, "sparsemax: needs an input of rank >= 1");
+  const std::int64_t a = axis < 0 ? axis + rank : axis;
+  check(a >= 0 && a < rank, "sparsemax: axis {} is out of range for rank {}", axis, rank);
+  // Entry i is in the support iff 1 + k_i x_i > s_i, with k_i the count and s_i the sum of the entries
+  // x_j >= x_i: pairwise over a new axis a + 1 (j along a, i along a + 1) rather than by sorting.
+  const Tensor xj = ops::expand_dims(x, a + 1);
+  const Tensor xi = ops::expand_dims(x, a);
+  const Tensor above = ops::cast(ops::greater_equal(xj, xi), x.dtype());
+  const Tensor k = ops::sum(above, {a}, /*keepdims=*/false);
+  const Tensor s = ops::sum(above * xj, {a}, /*keepdims=*/false);
+  const Tensor support = ops::greater(k * x + 1.0, s);
+  const Tensor support_size = ops::sum(ops::cast(support, x.dtype()), {a}, /*keepdims=*/true);
+  const Tensor support_sum = ops::sum(ops::where(support, x, scalar_like(0.0, x)), {a}, /*keepdims=*/true);
+  return ops::relu(x - (support_sum - 1.0) / support_size);
+}
+
+namespace {
 const std::map<std::string, ActivationFn, std::less<>>& table() {
   static const std::map<std::string, ActivationFn, std::less<>> functions = {
       {"", linear},
@@ -68,6 +131,16 @@ const std::map<std::string, ActivationFn, std::less<>>& table() {
       {"hard_swish", hard_silu},
       {"mish", mish},
       {"exponential", exponential},
+      {"celu", [](const Tensor& x) { return celu(x); }},
+      {"squareplus", [](const Tensor& x) { return squareplus(x); }},
+      {"sparse_plus", sparse_plus},
+      {"sparse_sigmoid", sparse_sigmoid},
+      {"hard_tanh", hard_tanh},
+      {"tanh_shrink", tanh_shrink},
+      {"soft_shrink", [](const Tensor& x) { return soft_shrink(x); }},
+      {"hard_shrink", [](const Tensor& x) { return hard_shrink(x); }},
+      {"glu", [](const Tensor& x) { return glu(x); }},
+      {"sparsemax", [](const Tensor& x) { return sparsemax(x); }},
   };
   return functions;
 }
@@ -85,5 +158,7 @@ ActivationFn get(const std::string& name, std::string_view caller) {
   check(it != table().end(), "{}: unknown activation '{}'; known names: {}", caller, name, fmt::join(names(), ", "));
   return it->second;
 }
+
+ActivationFn Activation::function(std::string_view caller) const { return fn_ ? fn_ : get(name_, caller); }
 
 }  // namespace loom::layers::activations

@@ -21,7 +21,7 @@ std::vector<std::int64_t> spans(const ConvSpec& s) {
 }  // namespace
 
 BaseConv::BaseConv(const std::string& default_name, const std::optional<std::string>& name, ConvSpec spec)
-    : Layer(default_name, name), spec_(std::move(spec)), activation_(activations::get(spec_.activation, this->name())) {
+    : Layer(default_name, name), spec_(std::move(spec)), activation_(spec_.activation.function(this->name())) {
   auto& s = spec_;
   const std::string& layer = this->name();
   s.kernel_size = ops::per_dimension(s.kernel_size, s.rank, "kernel_size", layer);

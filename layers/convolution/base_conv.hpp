@@ -29,7 +29,7 @@ struct ConvSpec {
   std::string padding, data_format;
   std::int64_t groups = 1;
   std::optional<std::vector<std::int64_t>> output_padding;  // transpose only
-  std::string activation;
+  activations::Activation activation;
   bool use_bias = true;
   Initializer kernel_initializer, bias_initializer;
 };

@@ -26,7 +26,7 @@ struct Conv2DTransposeOptions {
   std::optional<std::vector<std::int64_t>> output_padding = std::nullopt;  // each < its stride
   std::string data_format = "channels_last";
   std::vector<std::int64_t> dilation_rate = {1};
-  std::string activation = "";  // a Keras activation name; "" = none
+  activations::Activation activation = "";  // a Keras activation name ("" = none) or a callable
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";

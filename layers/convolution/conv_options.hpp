@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "layers/activations/activation_functions.hpp"
 #include "layers/initializers/initializers.hpp"
 
 namespace loom::layers {
@@ -16,7 +17,7 @@ struct ConvolutionOptions {
   std::string data_format = "channels_last";
   std::vector<std::int64_t> dilation_rate = {1};
   std::int64_t groups = 1;        // input channels and filters are split into this many independent groups
-  std::string activation = "";    // a Keras activation name; "" = none
+  activations::Activation activation = "";  // a Keras activation name ("" = none) or a callable
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";

@@ -24,7 +24,7 @@ struct DepthwiseConv2DOptions {
   std::int64_t depth_multiplier = 1;
   std::string data_format = "channels_last";
   std::vector<std::int64_t> dilation_rate = {1};
-  std::string activation = "";  // a Keras activation name; "" = none
+  activations::Activation activation = "";  // a Keras activation name ("" = none) or a callable
   bool use_bias = true;
   Initializer depthwise_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";

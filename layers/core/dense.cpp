@@ -8,7 +8,7 @@ Dense::Dense(std::int64_t units, DenseOptions options)
     : Layer("dense", options.name),
       units_(units),
       options_(std::move(options)),
-      activation_(activations::get(options_.activation, name())) {
+      activation_(options_.activation.function(name())) {
   check(units > 0, "{}: units must be positive, got {}", name(), units);
 }
 

@@ -17,7 +17,7 @@
 namespace loom::layers {
 
 struct DenseOptions {
-  std::string activation = "";  // a Keras activation name; "" = none
+  activations::Activation activation = "";  // a Keras activation name ("" = none) or a callable
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";

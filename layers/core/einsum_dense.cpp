@@ -29,7 +29,7 @@ EinsumDense::EinsumDense(std::string equation, Shape output_shape, EinsumDenseOp
       equation_(std::move(equation)),
       partial_output_shape_(std::move(output_shape)),
       options_(std::move(options)),
-      activation_(activations::get(options_.activation, name())) {
+      activation_(options_.activation.function(name())) {
   const auto comma = equation_.find(',');
   const auto arrow = equation_.find("->");
   check(comma != std::string::npos && arrow != std::string::npos && comma < arrow,

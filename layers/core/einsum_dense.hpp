@@ -23,7 +23,7 @@
 namespace loom::layers {
 
 struct EinsumDenseOptions {
-  std::string activation = "";                          // a Keras activation name; "" = none
+  activations::Activation activation = "";              // a Keras activation name ("" = none) or a callable
   std::optional<std::string> bias_axes = std::nullopt;  // output letters that get a bias; none = no bias
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";

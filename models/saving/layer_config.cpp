@@ -251,7 +251,13 @@ Axes axes_from(Reader& r, std::string_view key, std::int64_t fallback) {
   return Axes(axes);
 }
 
-std::string activation_json(const std::string& name) { return name.empty() ? "linear" : name; }
+/// A named activation's Keras config entry; a callable one cannot be saved.
+std::string activation_json(const L::activations::Activation& activation, const L::Layer& layer) {
+  check(!activation.is_callable(),
+        "{}: cannot save a callable activation; only activations given by name (\"relu\") can be saved",
+        layer.name());
+  return activation.name().empty() ? "linear" : activation.name();
+}
 
 /// The keys of Dense and EinsumDense that loom has no counterpart for: null in every archive loom reads.
 constexpr std::array<std::string_view, 6> kKernelBiasExtras = {"kernel_regularizer", "bias_regularizer",
@@ -293,14 +299,14 @@ void conv_extras_unsupported(Reader& r, std::string_view kernel) {
 }
 
 /// The keys every convolution layer writes, from its standardized options.
-void conv_common_config(const L::BaseConv& conv, json& c, const std::string& activation, bool use_bias,
-                        std::string_view kernel) {
+void conv_common_config(const L::BaseConv& conv, json& c, const L::activations::Activation& activation,
+                        bool use_bias, std::string_view kernel) {
   c["kernel_size"] = conv.kernel_size();
   c["strides"] = conv.strides();
   c["padding"] = conv.padding();
   c["data_format"] = conv.data_format();
   c["dilation_rate"] = conv.dilation_rate();
-  c["activation"] = activation_json(activation);
+  c["activation"] = activation_json(activation, conv);
   c["use_bias"] = use_bias;
   for (const std::string& key : {std::string(kernel) + "_regularizer", std::string("bias_regularizer"),
                                 std::string(kernel) + "_constraint", std::string("bias_constraint")})
@@ -418,7 +424,7 @@ std::vector<BuiltinClass> make_builtin_classes() {
                  [](const Layer& layer, json& c, const std::string& what) {
                    const auto& d = as<L::Dense>(layer);
                    c["units"] = d.units();
-                   c["activation"] = activation_json(d.options().activation);
+                   c["activation"] = activation_json(d.options().activation, d);
                    c["use_bias"] = d.options().use_bias;
                    c["kernel_initializer"] = initializer_to_config(d.options().kernel_initializer, what);
                    c["bias_initializer"] = initializer_to_config(d.options().bias_initializer, what);
@@ -448,7 +454,7 @@ std::vector<BuiltinClass> make_builtin_classes() {
                    const auto& d = as<L::EinsumDense>(layer);
                    c["output_shape"] = shape_json(d.output_shape());
                    c["equation"] = d.equation();
-                   c["activation"] = activation_json(d.options().activation);
+                   c["activation"] = activation_json(d.options().activation, d);
                    c["bias_axes"] = d.options().bias_axes ? json(*d.options().bias_axes) : json(nullptr);
                    c["kernel_initializer"] = initializer_to_config(d.options().kernel_initializer, what);
                    c["bias_initializer"] = initializer_to_config(d.options().bias_initializer, what);
@@ -524,7 +530,7 @@ std::vector<BuiltinClass> make_builtin_classes() {
                    return std::make_shared<L::Activation>(read_activation(r, "activation"), L::ActivationOptions{name});
                  },
                  [](const Layer& layer, json& c, const std::string&) {
-                   c["activation"] = activation_json(as<L::Activation>(layer).activation());
+                   c["activation"] = activation_json(as<L::Activation>(layer).activation(), layer);
                  }});
   out.push_back({"Flatten", typeid(L::Flatten), CallStyle::single,
                  [](Reader& r, const std::string& name) {
