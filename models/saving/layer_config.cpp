@@ -298,6 +298,28 @@ void conv_extras_unsupported(Reader& r, std::string_view kernel) {
   r.ignore({"lora_alpha", "dora_alpha"});  // used only with lora_rank / dora_rank
 }
 
+/// kernel_size, which every convolution layer's config must hold.
+std::vector<std::int64_t> read_kernel_size(Reader& r) {
+  const auto kernel_size = read_sizes(r, "kernel_size", {});
+  check(!kernel_size.empty(), "{}: the key 'kernel_size' is missing", r.context());
+  return kernel_size;
+}
+
+/// The options every convolution layer's config holds, into any of their options structs; `kernel` names the
+/// kernel's keys ("kernel", "depthwise") for the ones loom refuses.
+template <class Options>
+void read_conv_options(Reader& r, Options& o, const std::string& name, std::string_view kernel) {
+  o.strides = read_sizes(r, "strides", {1});
+  o.padding = r.string("padding", "valid");
+  o.data_format = r.string("data_format", "channels_last");
+  o.dilation_rate = read_sizes(r, "dilation_rate", {1});
+  o.activation = read_activation(r, "activation");
+  o.use_bias = r.boolean("use_bias", true);
+  o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
+  conv_extras_unsupported(r, kernel);
+  o.name = name;
+}
+
 /// The keys every convolution layer writes, from its standardized options.
 void conv_common_config(const L::BaseConv& conv, json& c, const L::activations::Activation& activation,
                         bool use_bias, std::string_view kernel) {
@@ -319,20 +341,11 @@ BuiltinClass conv_class(const char* class_name) {
   return {class_name, typeid(ConvLayer), CallStyle::single,
           [](Reader& r, const std::string& name) -> std::shared_ptr<Layer> {
             const std::int64_t filters = r.integer("filters");
-            const auto kernel_size = read_sizes(r, "kernel_size", {});
-            check(!kernel_size.empty(), "{}: the key 'kernel_size' is missing", r.context());
+            const auto kernel_size = read_kernel_size(r);
             L::ConvolutionOptions o;
-            o.strides = read_sizes(r, "strides", {1});
-            o.padding = r.string("padding", "valid");
-            o.data_format = r.string("data_format", "channels_last");
-            o.dilation_rate = read_sizes(r, "dilation_rate", {1});
+            read_conv_options(r, o, name, "kernel");
             o.groups = r.integer("groups", 1);
-            o.activation = read_activation(r, "activation");
-            o.use_bias = r.boolean("use_bias", true);
             o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
-            o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
-            conv_extras_unsupported(r, "kernel");
-            o.name = name;
             return std::make_shared<ConvLayer>(filters, kernel_size, o);
           },
           [](const Layer& layer, json& c, const std::string& what) {
@@ -767,20 +780,11 @@ std::vector<BuiltinClass> make_builtin_classes() {
   out.push_back(conv_class<L::Conv2D>("Conv2D"));
   out.push_back({"DepthwiseConv2D", typeid(L::DepthwiseConv2D), CallStyle::single,
                  [](Reader& r, const std::string& name) {
-                   const auto kernel_size = read_sizes(r, "kernel_size", {});
-                   check(!kernel_size.empty(), "{}: the key 'kernel_size' is missing", r.context());
+                   const auto kernel_size = read_kernel_size(r);
                    L::DepthwiseConv2DOptions o;
-                   o.strides = read_sizes(r, "strides", {1});
-                   o.padding = r.string("padding", "valid");
+                   read_conv_options(r, o, name, "depthwise");
                    o.depth_multiplier = r.integer("depth_multiplier", 1);
-                   o.data_format = r.string("data_format", "channels_last");
-                   o.dilation_rate = read_sizes(r, "dilation_rate", {1});
-                   o.activation = read_activation(r, "activation");
-                   o.use_bias = r.boolean("use_bias", true);
                    o.depthwise_initializer = read_initializer(r, "depthwise_initializer", "glorot_uniform");
-                   o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
-                   conv_extras_unsupported(r, "depthwise");
-                   o.name = name;
                    return std::make_shared<L::DepthwiseConv2D>(kernel_size, o);
                  },
                  [](const Layer& layer, json& c, const std::string& what) {
@@ -794,20 +798,11 @@ std::vector<BuiltinClass> make_builtin_classes() {
   out.push_back({"Conv2DTranspose", typeid(L::Conv2DTranspose), CallStyle::single,
                  [](Reader& r, const std::string& name) {
                    const std::int64_t filters = r.integer("filters");
-                   const auto kernel_size = read_sizes(r, "kernel_size", {});
-                   check(!kernel_size.empty(), "{}: the key 'kernel_size' is missing", r.context());
+                   const auto kernel_size = read_kernel_size(r);
                    L::Conv2DTransposeOptions o;
-                   o.strides = read_sizes(r, "strides", {1});
-                   o.padding = r.string("padding", "valid");
+                   read_conv_options(r, o, name, "kernel");
                    if (const json* v = r.find("output_padding")) o.output_padding = r.int_or_ints(*v, "output_padding");
-                   o.data_format = r.string("data_format", "channels_last");
-                   o.dilation_rate = read_sizes(r, "dilation_rate", {1});
-                   o.activation = read_activation(r, "activation");
-                   o.use_bias = r.boolean("use_bias", true);
                    o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
-                   o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
-                   conv_extras_unsupported(r, "kernel");
-                   o.name = name;
                    return std::make_shared<L::Conv2DTranspose>(filters, kernel_size, o);
                  },
                  [](const Layer& layer, json& c, const std::string& what) {
