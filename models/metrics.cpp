@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -43,6 +44,41 @@ void check_prediction(const Tensor& y_true, const Tensor& y_pred, std::string_vi
   check(y_pred.ndim() >= 1, "{}: y_pred must have rank >= 1, got a scalar", fn);
 }
 
+/// Keras's in_top_k on y_pred's rows: 1 where row r's score at targets[r] is among its k highest (its rank, 1
+/// + the number of scores strictly above it, is at most k; a NaN there ranks last), in y_pred's dtype, shaped
+/// `shape`. The targets are valid class ids, one per row.
+Tensor in_top_k(const std::vector<std::int64_t>& targets, const Tensor& y_pred, std::int64_t k, const Shape& shape) {
+  const std::vector<double> scores = y_pred.to_vector<double>();
+  const auto classes = std::size_t(y_pred.shape().back());
+  std::vector<double> hits(targets.size());
+  for (std::size_t r = 0; r < targets.size(); ++r) {
+    const double* row = scores.data() + r * classes;
+    double at = row[std::size_t(targets[r])];
+    if (std::isnan(at)) at = -std::numeric_limits<double>::infinity();
+    std::int64_t rank = 1;
+    for (std::size_t c = 0; c < classes; ++c) rank += row[c] > at ? 1 : 0;
+    hits[r] = rank <= k ? 1.0 : 0.0;
+  }
+  return Tensor::from_vector(hits, shape).to(y_pred.dtype());
+}
+
+/// Sparse class ids for y_pred's rows, Keras's way: int64 or whole floats, of y_pred's shape without its last
+/// axis or with it of size 1 (squeezed), each in [0, classes).
+Tensor sparse_labels(const Tensor& y_true, const Tensor& y_pred, std::string_view fn) {
+  Tensor labels = models::detail::squeeze_or_expand_to_same_rank(models::detail::class_ids(y_true, fn), y_pred).first;
+  if (labels.ndim() == y_pred.ndim() && labels.shape().back() == 1) labels = ops::squeeze(labels, -1);
+  Shape expected = y_pred.shape();
+  expected.pop_back();
+  check(labels.shape() == expected,
+        "{}: y_true must have y_pred's shape without its last (class) axis: got y_true {} and y_pred {} "
+        "(expected {})",
+        fn, y_true.shape(), y_pred.shape(), expected);
+  ops::check_class_labels(labels, y_pred.shape().back(), fn);
+  return labels;
+}
+
+void check_k(std::int64_t k, std::string_view owner) { check(k >= 1, "{}: k must be >= 1, got {}", owner, k); }
+
 }  // namespace
 
 // ---- per-sample functions --------------------------------------------------------------------------------------
@@ -73,16 +109,28 @@ Tensor sparse_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
   constexpr std::string_view fn = "sparse_categorical_accuracy";
   check_prediction(y_true, y_pred, fn);
   // Labels may keep a class axis of size 1 ([N, 1] for [N, C]), which Keras squeezes.
-  Tensor labels = models::detail::squeeze_or_expand_to_same_rank(models::detail::class_ids(y_true, fn), y_pred).first;
-  if (labels.ndim() == y_pred.ndim() && labels.shape().back() == 1) labels = ops::squeeze(labels, -1);
-  Shape expected = y_pred.shape();
-  expected.pop_back();
-  check(labels.shape() == expected,
-        "{}: y_true must have y_pred's shape without its last (class) axis: got y_true {} and y_pred {} "
-        "(expected {})",
-        fn, y_true.shape(), y_pred.shape(), expected);
-  ops::check_class_labels(labels, y_pred.shape().back(), fn);
+  const Tensor labels = sparse_labels(y_true, y_pred, fn);
   return ops::cast(ops::equal(labels, ops::argmax(y_pred, -1)), y_pred.dtype());
+}
+
+Tensor top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, std::int64_t k) {
+  constexpr std::string_view fn = "top_k_categorical_accuracy";
+  check_prediction(y_true, y_pred, fn);
+  check_k(k, fn);
+  check(y_true.shape() == y_pred.shape() && y_pred.shape().back() > 0,
+        "{}: y_true (one-hot) and y_pred must have the same shape with at least one class, got {} and {}; for "
+        "integer labels use sparse_top_k_categorical_accuracy",
+        fn, y_true.shape(), y_pred.shape());
+  const Tensor targets = ops::argmax(ops::cast(y_true, y_pred.dtype()), -1);
+  return in_top_k(targets.to_vector<std::int64_t>(), y_pred, k, targets.shape());
+}
+
+Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, std::int64_t k) {
+  constexpr std::string_view fn = "sparse_top_k_categorical_accuracy";
+  check_prediction(y_true, y_pred, fn);
+  check_k(k, fn);
+  const Tensor labels = sparse_labels(y_true, y_pred, fn);
+  return in_top_k(labels.to_vector<std::int64_t>(), y_pred, k, labels.shape());
 }
 
 // ---- stateful metrics ----------------------------------------------------------------------------------------
@@ -121,6 +169,38 @@ CategoricalAccuracy::CategoricalAccuracy(std::string name) : MeanMetricWrapper(c
 SparseCategoricalAccuracy::SparseCategoricalAccuracy(std::string name)
     : MeanMetricWrapper(sparse_categorical_accuracy, std::move(name)) {}
 
+RootMeanSquaredError::RootMeanSquaredError(std::string name)
+    : MeanMetricWrapper(
+          [](const Tensor& y_true, const Tensor& y_pred) {
+            constexpr std::string_view fn = "root_mean_squared_error";
+            check(y_true.defined() && y_pred.defined(), "{}: y_true or y_pred is undefined", fn);
+            check(is_floating(y_pred.dtype()), "{}: y_pred must be float32 or float64, got {} of shape {}", fn,
+                  y_pred.dtype(), y_pred.shape());
+            const auto [t, p] = models::detail::squeeze_or_expand_to_same_rank(y_true, y_pred);
+            check(t.shape() == p.shape(), "{}: y_true and y_pred must have the same shape, got {} and {}", fn,
+                  y_true.shape(), y_pred.shape());
+            return ops::square(p - ops::cast(t, p.dtype()));
+          },
+          std::move(name)) {}
+
+double RootMeanSquaredError::result() const { return std::sqrt(MeanMetricWrapper::result()); }
+
+TopKCategoricalAccuracy::TopKCategoricalAccuracy(TopKCategoricalAccuracyOptions options)
+    : MeanMetricWrapper(
+          [k = options.k](const Tensor& t, const Tensor& p) { return top_k_categorical_accuracy(t, p, k); },
+          std::move(options.name)),
+      k_(options.k) {
+  check_k(k_, fmt::format("TopKCategoricalAccuracy '{}'", name()));
+}
+
+SparseTopKCategoricalAccuracy::SparseTopKCategoricalAccuracy(SparseTopKCategoricalAccuracyOptions options)
+    : MeanMetricWrapper(
+          [k = options.k](const Tensor& t, const Tensor& p) { return sparse_top_k_categorical_accuracy(t, p, k); },
+          std::move(options.name)),
+      k_(options.k) {
+  check_k(k_, fmt::format("SparseTopKCategoricalAccuracy '{}'", name()));
+}
+
 // ---- Mean ------------------------------------------------------------------------------------------------------
 
 void Mean::update_state(double value, double weight) {
@@ -137,6 +217,13 @@ void Mean::update_state(const Tensor& values) {
   count_ += count;
 }
 
+// ---- Sum -------------------------------------------------------------------------------------------------------
+
+void Sum::update_state(const Tensor& values) {
+  check(values.defined(), "Sum '{}': the values are undefined", name_);
+  for (const double v : values.to_vector<double>()) total_ += v;
+}
+
 // ---- get -------------------------------------------------------------------------------------------------------
 
 namespace {
@@ -150,13 +237,22 @@ std::shared_ptr<Metric> make_binary(std::string name) {
   return std::make_shared<BinaryAccuracy>(BinaryAccuracyOptions{.name = std::move(name)});
 }
 
+std::shared_ptr<Metric> make_top_k(std::string name) {
+  return std::make_shared<TopKCategoricalAccuracy>(TopKCategoricalAccuracyOptions{.name = std::move(name)});
+}
+
+std::shared_ptr<Metric> make_sparse_top_k(std::string name) {
+  return std::make_shared<SparseTopKCategoricalAccuracy>(
+      SparseTopKCategoricalAccuracyOptions{.name = std::move(name)});
+}
+
 struct NamedMetric {
   std::string_view name;
   std::shared_ptr<Metric> (*make)(std::string name);
 };
 
 // Keras's metric strings: the snake_case name, the class name and the mse/mae aliases.
-constexpr std::array<NamedMetric, 14> kMetrics{{
+constexpr std::array<NamedMetric, 20> kMetrics{{
     {"mse", make<MeanSquaredError>},
     {"MSE", make<MeanSquaredError>},
     {"mean_squared_error", make<MeanSquaredError>},
@@ -171,6 +267,12 @@ constexpr std::array<NamedMetric, 14> kMetrics{{
     {"CategoricalAccuracy", make<CategoricalAccuracy>},
     {"sparse_categorical_accuracy", make<SparseCategoricalAccuracy>},
     {"SparseCategoricalAccuracy", make<SparseCategoricalAccuracy>},
+    {"root_mean_squared_error", make<RootMeanSquaredError>},
+    {"RootMeanSquaredError", make<RootMeanSquaredError>},
+    {"top_k_categorical_accuracy", make_top_k},
+    {"TopKCategoricalAccuracy", make_top_k},
+    {"sparse_top_k_categorical_accuracy", make_sparse_top_k},
+    {"SparseTopKCategoricalAccuracy", make_sparse_top_k},
 }};
 
 bool is_accuracy(std::string_view name) {

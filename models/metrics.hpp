@@ -5,6 +5,7 @@
 //
 //   L::metrics::SparseCategoricalAccuracy acc;
 //   acc.update_state(labels, logits);   acc.result();   acc.reset_state();
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -25,8 +26,9 @@ class Metric {
   /// Accumulates one batch. Shapes follow the matching loss (loom::losses); a mismatch is a loom::Error
   /// naming the metric and both shapes.
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
-  /// The value over everything since the last reset (0 before any update, as Keras).
-  double result() const { return count_ > 0.0 ? total_ / count_ : 0.0; }
+  /// The value over everything since the last reset (0 before any update, as Keras): total() / count(),
+  /// unless a metric says otherwise (RootMeanSquaredError takes its square root).
+  virtual double result() const { return count_ > 0.0 ? total_ / count_ : 0.0; }
   void reset_state() { total_ = 0.0; count_ = 0.0; }
   /// The running mean's state, result() = total() / count(): what data-parallel fit sums over the ranks.
   double total() const { return total_; }
@@ -46,7 +48,8 @@ class Metric {
 /// A metric by Keras string, resolved for these shapes of y_true and y_pred: "accuracy"/"acc" (and
 /// "crossentropy"-style auto-selection) picks binary, sparse categorical or categorical accuracy by Keras's
 /// rule; "mae", "mse", "mean_absolute_error", "mean_squared_error", "binary_accuracy",
-/// "categorical_accuracy", "sparse_categorical_accuracy". The metric is named by the string given.
+/// "categorical_accuracy", "sparse_categorical_accuracy", "root_mean_squared_error", "top_k_categorical_accuracy",
+/// "sparse_top_k_categorical_accuracy" (k = 5) and the class names. The metric is named by the string given.
 std::shared_ptr<Metric> get(std::string_view name, const Shape& y_true_shape, const Shape& y_pred_shape);
 
 // ---- Keras's metrics ----------------------------------------------------------------------------------------
@@ -106,12 +109,58 @@ class SparseCategoricalAccuracy : public MeanMetricWrapper {
   explicit SparseCategoricalAccuracy(std::string name = "sparse_categorical_accuracy");
 };
 
+/// Keras's RootMeanSquaredError: the square root of the mean over samples of each sample's mean squared error
+/// (y_true and y_pred of the same shape after squeeze_or_expand_to_same_rank). total() / count() is the mean
+/// of squares, result() its root.
+class RootMeanSquaredError : public MeanMetricWrapper {
+ public:
+  explicit RootMeanSquaredError(std::string name = "root_mean_squared_error");
+  double result() const override;
+};
+
+struct TopKCategoricalAccuracyOptions {
+  std::string name = "top_k_categorical_accuracy";
+  /// How many of the highest scores count as a hit; k >= 1.
+  std::int64_t k = 5;
+};
+
+/// One-hot y_true against y_pred of the same shape: is y_true's argmax among y_pred's k highest scores?
+/// As Keras's in_top_k, ties count in: a class ranks 1 + the number of scores strictly above it, so every
+/// class tied with the k-th score is a hit; a NaN score at the true class is never one.
+class TopKCategoricalAccuracy : public MeanMetricWrapper {
+ public:
+  explicit TopKCategoricalAccuracy(TopKCategoricalAccuracyOptions options = {});
+  std::int64_t k() const { return k_; }
+
+ private:
+  std::int64_t k_;
+};
+
+struct SparseTopKCategoricalAccuracyOptions {
+  std::string name = "sparse_top_k_categorical_accuracy";
+  /// How many of the highest scores count as a hit; k >= 1.
+  std::int64_t k = 5;
+};
+
+/// Class ids y_true (as for SparseCategoricalAccuracy) against scores y_pred: is the id among the k highest
+/// scores, with TopKCategoricalAccuracy's tie rule? (Keras's from_sorted_ids is not supported.)
+class SparseTopKCategoricalAccuracy : public MeanMetricWrapper {
+ public:
+  explicit SparseTopKCategoricalAccuracy(SparseTopKCategoricalAccuracyOptions options = {});
+  std::int64_t k() const { return k_; }
+
+ private:
+  std::int64_t k_;
+};
+
 /// The per-sample functions behind the accuracies (keras.metrics.binary_accuracy, ...): 1 where the
 /// prediction is right, 0 elsewhere, in y_pred's float dtype, shaped like y_pred without the class axis
 /// (binary: like y_pred).
 Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double threshold = 0.5);
 Tensor categorical_accuracy(const Tensor& y_true, const Tensor& y_pred);
 Tensor sparse_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred);
+Tensor top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, std::int64_t k = 5);
+Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, std::int64_t k = 5);
 
 /// Keras's Mean: a weighted running mean of values, such as fit's loss tracker (each batch's loss weighted
 /// by its batch size). It is not a Metric: it averages given values rather than comparing y_true with y_pred,
@@ -137,6 +186,24 @@ class Mean {
   std::string name_;
   double total_ = 0.0;
   double count_ = 0.0;
+};
+
+/// Keras's Sum: the running sum of values, for custom logging. Like Mean it is not a Metric.
+class Sum {
+ public:
+  explicit Sum(std::string name = "sum") : name_(std::move(name)) {}
+  const std::string& name() const { return name_; }
+
+  void update_state(double value) { total_ += value; }
+  /// Adds every element of `values`, whatever its shape (Keras's Sum).
+  void update_state(const Tensor& values);
+  /// The sum so far; 0 before any update.
+  double result() const { return total_; }
+  void reset_state() { total_ = 0.0; }
+
+ private:
+  std::string name_;
+  double total_ = 0.0;
 };
 
 }  // namespace loom::layers::metrics
