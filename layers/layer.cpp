@@ -1,14 +1,30 @@
 #include "layers/layer.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <set>
 
 #include "framework/autograd/tape.hpp"
 #include "framework/graph/symbolic.hpp"
+#include "framework/ops/ops.hpp"
 
 namespace loom::layers {
 
 namespace {
+
+/// The layer whose call is the outermost one in progress on this thread (Keras's call context); none between
+/// calls.
+thread_local const Layer* outermost_call = nullptr;
+/// Above zero while a symbolic call runs its stand-ins: their losses are not kept (Keras's symbolic calls add
+/// none).
+thread_local int stand_in_runs = 0;
+
+struct StandInRuns {
+  StandInRuns() { ++stand_in_runs; }
+  ~StandInRuns() { --stand_in_runs; }
+  StandInRuns(const StandInRuns&) = delete;
+  StandInRuns& operator=(const StandInRuns&) = delete;
+};
 
 /// A single output's spec as record_call takes it.
 std::optional<std::vector<graph::OutputSpec>> single_spec(std::optional<graph::OutputSpec> spec) {
@@ -48,7 +64,9 @@ Layer::Layer(Layer&& other) noexcept
       weights_(std::move(other.weights_)),
       children_(std::move(other.children_)),
       handle_(std::move(other.handle_)),
-      last_output_shape_(std::move(other.last_output_shape_)) {
+      last_output_shape_(std::move(other.last_output_shape_)),
+      call_losses_(std::move(other.call_losses_)),
+      activity_regularizer_(std::move(other.activity_regularizer_)) {
   if (auto handle = handle_.lock()) handle->layer = this;
 }
 
@@ -65,6 +83,8 @@ Layer& Layer::operator=(Layer&& other) noexcept {
   children_ = std::move(other.children_);
   handle_ = std::move(other.handle_);
   last_output_shape_ = std::move(other.last_output_shape_);
+  call_losses_ = std::move(other.call_losses_);
+  activity_regularizer_ = std::move(other.activity_regularizer_);
   if (auto handle = handle_.lock()) handle->layer = this;
   return *this;
 }
@@ -96,9 +116,12 @@ std::vector<Tensor> Layer::record_call(const std::vector<Tensor>& inputs, LayerC
     Layer& self = handle->get("a Functional model");
     return call(self, values, training);
   };
-  auto outputs =
-      graph::record(name_, class_name(), inputs, std::move(function), handle, handle->nodes, std::move(attributes),
-                    std::move(output_specs));
+  std::vector<Tensor> outputs;
+  {
+    const StandInRuns stand_ins;
+    outputs = graph::record(name_, class_name(), inputs, std::move(function), handle, handle->nodes,
+                            std::move(attributes), std::move(output_specs));
+  }
   ++handle->nodes;
   return outputs;
 }
@@ -114,6 +137,7 @@ Tensor Layer::operator()(const Tensor& x, bool training) && {
 
 Tensor Layer::operator()(const Tensor& x, bool training) & {
   check(x.defined(), "{}: the input is undefined", name_);
+  const CallScope scope(*this);
   maybe_build(x.shape(), is_floating(x.dtype()) ? x.dtype() : DType::f32);
   if (graph::is_symbolic(x)) {
     auto call = [](Layer& layer, const std::vector<Tensor>& v, bool t) { return std::vector<Tensor>{layer(v[0], t)}; };
@@ -122,6 +146,7 @@ Tensor Layer::operator()(const Tensor& x, bool training) & {
   const Tensor mask = x.keras_mask();
   const Tensor y = mask.defined() ? call_with_mask(x, mask, training) : call(x, training);
   note_output(y);
+  if (activity_regularizer_) add_activity_loss(y);
   // As Keras: a layer that supports masking gives its output compute_mask's mask unless call() set one.
   if (!supports_masking() || y.keras_mask().defined()) return y;
   const Tensor out_mask = compute_mask(x, mask);
@@ -158,7 +183,8 @@ Shape Layer::compute_output_shape(const Shape& input_shape) const { return input
 std::optional<graph::OutputSpec> Layer::compute_output_spec(const Tensor&) const { return std::nullopt; }
 
 Variable Layer::add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
-                           bool trainable, std::optional<Fans> fans) {
+                           bool trainable, std::optional<Fans> fans, const Regularizer& regularizer,
+                           const Constraint& constraint) {
   for (const auto& w : weights_)
     check(w.variable.name() != path_ + "/" + name, "{}: a weight named '{}' exists already", path_, name);
   check(std::all_of(shape.begin(), shape.end(), [](std::int64_t d) { return d >= 0; }),
@@ -169,9 +195,68 @@ Variable Layer::add_weight(const std::string& name, const Shape& shape, const In
     NoGradGuard no_grad;
     value = initializer(shape, dtype_, fans);
   }
+  const std::string weight = fmt::format("{}: weight '{}'", path_, name);
+  if (regularizer) regularizer.check_applicable(shape, weight);
+  if (constraint) constraint.check_applicable(shape, weight);
   Variable variable(value, path_ + "/" + name, trainable && trainable_);
+  if (regularizer)
+    variable.set_regularizer([regularizer, path = variable.name()](const Tensor& w) { return regularizer(w, path); });
+  if (constraint)
+    variable.set_constraint([constraint, path = variable.name()](const Tensor& w) { return constraint(w, path); });
   weights_.push_back({variable, trainable});
   return variable;
+}
+
+Layer::CallScope::CallScope(Layer& layer) : outermost_(outermost_call == nullptr) {
+  if (!outermost_) return;
+  outermost_call = &layer;
+  layer.clear_losses();
+}
+
+Layer::CallScope::~CallScope() {
+  if (outermost_) outermost_call = nullptr;
+}
+
+void Layer::clear_losses() {
+  call_losses_.clear();
+  for (auto& child : layers()) child->clear_losses();
+}
+
+void Layer::add_loss(const Tensor& loss) {
+  check(loss.defined(), "{}.add_loss: the loss is undefined", name_);
+  check(!graph::is_symbolic(loss), "{}.add_loss: got a symbolic tensor of shape {}; add_loss takes the tensors "
+        "computed in call() on real inputs (as Keras, where add_loss is eager only)", name_, loss.shape());
+  if (stand_in_runs > 0) return;
+  call_losses_.push_back(is_floating(loss.dtype()) ? loss : loss.to(DType::f32));
+}
+
+void Layer::add_activity_loss(const Tensor& y) {
+  Tensor loss = activity_regularizer_(y);
+  // Keras divides by the batch size (divide_no_nan: an empty batch gives 0), so that the weighting against
+  // the weight penalties does not change with it.
+  if (y.ndim() > 0) {
+    const std::int64_t batch = y.shape()[0];
+    loss = batch == 0 ? Tensor::zeros(loss.shape(), loss.dtype()) : loss / double(batch);
+  }
+  add_loss(loss);
+}
+
+std::vector<Tensor> Layer::losses() const {
+  std::vector<Tensor> out = call_losses_;
+  // Keras's _flatten_layers(include_self=False): a deque, each layer's children put back at its front.
+  std::deque<std::shared_ptr<Layer>> pending;
+  for (const auto& child : layers()) pending.push_back(child);
+  std::set<const Layer*> seen;
+  while (!pending.empty()) {
+    const std::shared_ptr<Layer> layer = pending.front();
+    pending.pop_front();
+    if (!seen.insert(layer.get()).second) continue;
+    out.insert(out.end(), layer->call_losses_.begin(), layer->call_losses_.end());
+    for (const auto& child : layer->layers()) pending.push_front(child);
+  }
+  for (const Variable& v : trainable_weights())
+    if (v.regularizer()) out.push_back(v.regularizer()(v.value()));
+  return out;
 }
 
 void Layer::register_child(std::shared_ptr<Layer> child) {

@@ -18,6 +18,11 @@
 // valid for the parent's life (children live on the heap, so moving the parent does not move them):
 //   L::Dense& dense_ = add_layer(L::Dense(64));
 //
+// Losses (Keras's layer.losses): a weight created with a regularizer adds its penalty, computed whenever
+// losses() is asked (so it is on the caller's tape); call() may add_loss() tensors, and a layer with an
+// activity_regularizer adds the penalty of its output divided by the batch size. Those call losses are
+// cleared at the start of each outermost call, for the layer and all its sublayers, as in Keras.
+//
 // Layers are movable, not copyable: a copy would silently share or duplicate weights. To use one layer in two
 // places, hold it by std::shared_ptr, or (Functional API) call the same layer object twice.
 //
@@ -36,7 +41,9 @@
 #include "framework/graph/symbolic.hpp"
 #include "framework/tensor/tensor.hpp"
 #include "framework/tensor/variable.hpp"
+#include "layers/constraints/constraints.hpp"
 #include "layers/initializers/initializers.hpp"
+#include "layers/regularizers/regularizers.hpp"
 
 namespace loom::layers {
 
@@ -124,6 +131,20 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// This layer's handle (made on first use; graph nodes and parents hold it).
   std::shared_ptr<LayerHandle> handle();
 
+  /// Keras's losses: the add_loss and activity-regularizer losses of the latest outermost call, this layer's
+  /// first, then each sublayer's (in Keras's _flatten_layers order), then the penalty of every trainable
+  /// weight that has a regularizer, computed now. A model's training and evaluation loss add their sums.
+  std::vector<Tensor> losses() const;
+  /// Keras's add_loss, for call() (or build()): a loss tensor of any shape (its sum joins the model's loss);
+  /// kept until the next outermost call. A symbolic tensor is refused; during the stand-in runs that learn a
+  /// symbolic call's output shapes, losses are not kept.
+  void add_loss(const Tensor& loss);
+  /// Keras's activity_regularizer, which every layer has: after each call through operator() on a single
+  /// tensor, the penalty of the output divided by its batch size (axis 0) is added as a loss. Layers with
+  /// activity_regularizer in their options set it from there.
+  const Regularizer& activity_regularizer() const { return activity_regularizer_; }
+  void set_activity_regularizer(Regularizer regularizer) { activity_regularizer_ = std::move(regularizer); }
+
  protected:
   /// `default_name` is the Keras class name in snake_case ("dense"); a given `name` is used as is.
   explicit Layer(std::string_view default_name, std::optional<std::string> name = {});
@@ -137,9 +158,27 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// layers that use the mask (pooling, attention) override this.
   virtual Tensor call_with_mask(const Tensor& x, const Tensor& mask, bool training);
 
-  /// Creates a weight named `name` (under this layer's path) in the layer's dtype, initialized now.
+  /// Creates a weight named `name` (under this layer's path) in the layer's dtype, initialized now. A
+  /// regularizer's penalty joins losses() while the weight is trainable; a constraint becomes the Variable's,
+  /// which optimizers apply after each update. Both are checked against the weight's shape (an
+  /// OrthogonalRegularizer needs rank 2, a constraint's axes must lie within the rank).
   Variable add_weight(const std::string& name, const Shape& shape, const Initializer& initializer,
-                      bool trainable = true, std::optional<Fans> fans = {});
+                      bool trainable = true, std::optional<Fans> fans = {}, const Regularizer& regularizer = {},
+                      const Constraint& constraint = {});
+
+  /// While alive, marks the outermost layer call on this thread (Keras's call context): made at the start of
+  /// a call, it clears the layer's and its sublayers' call losses when no call is in progress. operator()
+  /// makes one; so do the other call operators of a layer (a Functional model's list of inputs).
+  class CallScope {
+   public:
+    explicit CallScope(Layer& layer);
+    ~CallScope();
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+
+   private:
+    bool outermost_;
+  };
 
   /// Registers a child layer, taking ownership; returns a reference valid as long as this layer lives.
   template <class L>
@@ -181,6 +220,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
  private:
   void register_child(std::shared_ptr<Layer> child);
   void register_child(std::shared_ptr<LayerHandle> child, bool re_root);
+  /// Keras's _clear_losses: forgets the call losses of this layer and of every sublayer.
+  void clear_losses();
+  /// Adds the activity regularizer's loss for output `y` of a call.
+  void add_activity_loss(const Tensor& y);
   void set_path(const std::string& parent_path);
 
   struct Weight {
@@ -197,6 +240,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<std::shared_ptr<LayerHandle>> children_;
   std::weak_ptr<LayerHandle> handle_;
   std::optional<Shape> last_output_shape_;
+  std::vector<Tensor> call_losses_;
+  Regularizer activity_regularizer_;
 };
 
 /// Keras's naming: the first layer named `base` gets `base`, the next `base_1`, ... (per thread; ops on

@@ -1,12 +1,13 @@
 #pragma once
 // Every layer (namespace loom::layers, usually aliased `namespace L = loom::layers;`), with the activation
-// functions and initializers they take by name.
+// functions, initializers, regularizers and constraints they take by name.
 #include "layers/activations/activation.hpp"
 #include "layers/activations/activation_functions.hpp"
 #include "layers/activations/softmax.hpp"
 #include "layers/attention/group_query_attention.hpp"
 #include "layers/attention/multi_head_attention.hpp"
 #include "layers/attention/transformer_encoder.hpp"
+#include "layers/constraints/constraints.hpp"
 #include "layers/convolution/conv1d.hpp"
 #include "layers/convolution/conv2d.hpp"
 #include "layers/convolution/conv2d_transpose.hpp"
@@ -43,6 +44,7 @@
 #include "layers/regularization/dropout.hpp"
 #include "layers/regularization/spatial_dropout1d.hpp"
 #include "layers/regularization/spatial_dropout2d.hpp"
+#include "layers/regularizers/regularizers.hpp"
 #include "layers/reshaping/flatten.hpp"
 #include "layers/reshaping/permute.hpp"
 #include "layers/reshaping/repeat_vector.hpp"

@@ -69,6 +69,7 @@ std::vector<Tensor> Model::record_model_call(const std::vector<Tensor>& inputs, 
 std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs, bool training) & {
   check(graph_ != nullptr, "{}: a list of inputs calls a Functional model; call this one with one tensor", name());
   if (graph::any_symbolic(inputs)) return record_model_call(inputs, nullptr);
+  const CallScope scope(*this);  // the outermost call clears the layers' call losses, as Keras
   return graph_->run(inputs, training);
 }
 

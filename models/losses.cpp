@@ -1,10 +1,13 @@
 #include "models/losses.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <string>
 #include <string_view>
 #include <utility>
 
 #include "framework/ops/ops.hpp"
+#include "framework/tensor/error.hpp"
 #include "models/detail/targets.hpp"
 
 // Every loss is composed of recorded loom ops, so its gradients (of any order) come from the ops' rules.
@@ -199,12 +202,136 @@ Tensor mean_absolute_percentage_error(const Tensor& y_true, const Tensor& y_pred
   return 100.0 * ops::mean(ops::abs((t - p) / denominator), {-1});
 }
 
-Tensor Huber::operator()(const Tensor& y_true, const Tensor& y_pred) const {
-  return huber(y_true, y_pred, {.delta = delta});
+// ---- classes ----
+
+namespace {
+
+constexpr const char* kDefaultReduction = "sum_over_batch_size";
+
+Loss simple_loss(LossFunction fn, const char* class_name, const char* default_name, LossOptions options) {
+  return Loss(std::move(fn), options.name.value_or(default_name), std::move(options.reduction), class_name);
 }
 
-Tensor CosineSimilarity::operator()(const Tensor& y_true, const Tensor& y_pred) const {
-  return cosine_similarity(y_true, y_pred, {.axis = axis});
+LossConfig crossentropy_config(const CrossentropyOptions& o) {
+  return {{"from_logits", o.from_logits}, {"label_smoothing", o.label_smoothing}, {"axis", o.axis}};
+}
+
+}  // namespace
+
+MeanSquaredError::MeanSquaredError(LossOptions options)
+    : Loss(simple_loss(mean_squared_error, "MeanSquaredError", "mean_squared_error", std::move(options))) {}
+MeanAbsoluteError::MeanAbsoluteError(LossOptions options)
+    : Loss(simple_loss(mean_absolute_error, "MeanAbsoluteError", "mean_absolute_error", std::move(options))) {}
+MeanAbsolutePercentageError::MeanAbsolutePercentageError(LossOptions options)
+    : Loss(simple_loss(mean_absolute_percentage_error, "MeanAbsolutePercentageError",
+                       "mean_absolute_percentage_error", std::move(options))) {}
+MeanSquaredLogarithmicError::MeanSquaredLogarithmicError(LossOptions options)
+    : Loss(simple_loss(mean_squared_logarithmic_error, "MeanSquaredLogarithmicError",
+                       "mean_squared_logarithmic_error", std::move(options))) {}
+KLDivergence::KLDivergence(LossOptions options)
+    : Loss(simple_loss(kl_divergence, "KLDivergence", "kl_divergence", std::move(options))) {}
+LogCosh::LogCosh(LossOptions options) : Loss(simple_loss(log_cosh, "LogCosh", "log_cosh", std::move(options))) {}
+Poisson::Poisson(LossOptions options) : Loss(simple_loss(poisson, "Poisson", "poisson", std::move(options))) {}
+Hinge::Hinge(LossOptions options) : Loss(simple_loss(hinge, "Hinge", "hinge", std::move(options))) {}
+SquaredHinge::SquaredHinge(LossOptions options)
+    : Loss(simple_loss(squared_hinge, "SquaredHinge", "squared_hinge", std::move(options))) {}
+CategoricalHinge::CategoricalHinge(LossOptions options)
+    : Loss(simple_loss(categorical_hinge, "CategoricalHinge", "categorical_hinge", std::move(options))) {}
+
+BinaryCrossentropy::BinaryCrossentropy() : BinaryCrossentropy(Options{}) {}
+BinaryCrossentropy::BinaryCrossentropy(Options o)
+    : Loss([f = CrossentropyOptions{o.from_logits, o.label_smoothing, o.axis}](
+               const Tensor& t, const Tensor& p) { return binary_crossentropy(t, p, f); },
+           o.name, o.reduction, "BinaryCrossentropy",
+           crossentropy_config({o.from_logits, o.label_smoothing, o.axis})) {
+  check_smoothing(o.label_smoothing, "BinaryCrossentropy");
+}
+
+CategoricalCrossentropy::CategoricalCrossentropy() : CategoricalCrossentropy(Options{}) {}
+CategoricalCrossentropy::CategoricalCrossentropy(Options o)
+    : Loss([f = CrossentropyOptions{o.from_logits, o.label_smoothing, o.axis}](
+               const Tensor& t, const Tensor& p) { return categorical_crossentropy(t, p, f); },
+           o.name, o.reduction, "CategoricalCrossentropy",
+           crossentropy_config({o.from_logits, o.label_smoothing, o.axis})) {
+  check_smoothing(o.label_smoothing, "CategoricalCrossentropy");
+}
+
+SparseCategoricalCrossentropy::SparseCategoricalCrossentropy() : SparseCategoricalCrossentropy(Options{}) {}
+SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(Options o)
+    : Loss([f = SparseCrossentropyOptions{o.from_logits, o.axis}](const Tensor& t, const Tensor& p) {
+             return sparse_categorical_crossentropy(t, p, f);
+           },
+           o.name, o.reduction, "SparseCategoricalCrossentropy",
+           {{"from_logits", o.from_logits}, {"ignore_class", nullptr}, {"axis", o.axis}}) {}
+
+Huber::Huber() : Huber(Options{}) {}
+Huber::Huber(Options o)
+    : Loss([delta = o.delta](const Tensor& t, const Tensor& p) { return huber(t, p, {.delta = delta}); }, o.name,
+           o.reduction, "Huber", {{"delta", o.delta}}) {
+  check(o.delta >= 0.0, "Huber: delta must be >= 0, got {}", o.delta);
+}
+
+CosineSimilarity::CosineSimilarity() : CosineSimilarity(Options{}) {}
+CosineSimilarity::CosineSimilarity(Options o)
+    : Loss([axis = o.axis](const Tensor& t, const Tensor& p) { return cosine_similarity(t, p, {.axis = axis}); },
+           o.name, o.reduction, "CosineSimilarity", {{"axis", o.axis}}) {}
+
+// ---- by name ----
+
+namespace {
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Keras's "crossentropy" auto-selection (compile_utils.py): binary when y_pred has one unit, sparse when the
+// labels lack the class axis (or have it with size 1 against several classes), categorical otherwise.
+std::string choose_crossentropy(const Shape& y_true, const Shape& y_pred) {
+  if (!y_pred.empty() && y_pred.back() == 1) return "binary_crossentropy";
+  if (y_true.size() < y_pred.size()) return "sparse_categorical_crossentropy";
+  if (!y_true.empty() && y_true.back() == 1 && !y_pred.empty() && y_pred.back() > 1)
+    return "sparse_categorical_crossentropy";
+  return "categorical_crossentropy";
+}
+
+}  // namespace
+
+Loss get(const std::string& given, const Shape& y_true_shape, const Shape& y_pred_shape) {
+  std::string name = lowercase(given);
+  if (name == "crossentropy" || name == "ce") name = choose_crossentropy(y_true_shape, y_pred_shape);
+  const auto named = [&given](Loss loss) {
+    // A string loss keeps the string as its name, as Keras's LossFunctionWrapper of the function.
+    return Loss(loss.function(), given, kDefaultReduction, loss.class_name(), loss.config());
+  };
+  if (name == "mse" || name == "mean_squared_error" || name == "meansquarederror") return named(MeanSquaredError());
+  if (name == "mae" || name == "mean_absolute_error" || name == "meanabsoluteerror") return named(MeanAbsoluteError());
+  if (name == "bce" || name == "binary_crossentropy" || name == "binarycrossentropy")
+    return named(BinaryCrossentropy());
+  if (name == "categorical_crossentropy" || name == "categoricalcrossentropy") return named(CategoricalCrossentropy());
+  if (name == "sparse_categorical_crossentropy" || name == "sparsecategoricalcrossentropy")
+    return named(SparseCategoricalCrossentropy());
+  if (name == "huber" || name == "huber_loss") return named(Huber());
+  if (name == "kld" || name == "kl_divergence" || name == "kullback_leibler_divergence" || name == "kldivergence")
+    return named(KLDivergence());
+  if (name == "log_cosh" || name == "logcosh") return named(LogCosh());
+  if (name == "cosine_similarity" || name == "cosinesimilarity") return named(CosineSimilarity());
+  if (name == "poisson") return named(Poisson());
+  if (name == "hinge") return named(Hinge());
+  if (name == "squared_hinge" || name == "squaredhinge") return named(SquaredHinge());
+  if (name == "categorical_hinge" || name == "categoricalhinge") return named(CategoricalHinge());
+  if (name == "msle" || name == "mean_squared_logarithmic_error" || name == "meansquaredlogarithmicerror")
+    return named(MeanSquaredLogarithmicError());
+  if (name == "mape" || name == "mean_absolute_percentage_error" || name == "meanabsolutepercentageerror")
+    return named(MeanAbsolutePercentageError());
+  throw Error(fmt::format(
+      "losses::get: unknown loss '{}'; known: mse, mae, binary_crossentropy (bce), categorical_crossentropy, "
+      "sparse_categorical_crossentropy, crossentropy (ce, chosen by shapes), huber, kl_divergence (kld, "
+      "kullback_leibler_divergence), log_cosh (logcosh), cosine_similarity, poisson, hinge, squared_hinge, "
+      "categorical_hinge, mean_squared_logarithmic_error (msle), mean_absolute_percentage_error (mape), their "
+      "class names, or a function",
+      given));
 }
 
 }  // namespace loom::losses

@@ -11,8 +11,11 @@
 // Reductions over the last axis (Keras): mean for huber, log_cosh, poisson, hinge, squared_hinge, msle and
 // mape; sum for kl_divergence, categorical_hinge and cosine_similarity (over `axis`).
 #include <cstdint>
+#include <optional>
+#include <string>
 
 #include "framework/tensor/tensor.hpp"
+#include "models/loss.hpp"
 
 namespace loom::losses {
 
@@ -69,14 +72,121 @@ Tensor mean_squared_logarithmic_error(const Tensor& y_true, const Tensor& y_pred
 /// 100 mean(|y_true - y_pred| / max(|y_true|, 1e-7)).
 Tensor mean_absolute_percentage_error(const Tensor& y_true, const Tensor& y_pred);
 
-// The Keras loss classes with options, as callables for compile (.loss = losses::Huber{.delta = 2.0}).
-struct Huber {
-  double delta = 1.0;
-  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+// ---- Keras's loss classes (keras.losses.MeanSquaredError, ...) -------------------------------------------------
+// Each is a Loss (models/loss.hpp): the function above, a reduction and a name, in Keras's argument order, so
+// `.loss = losses::Huber({.delta = 2.0, .reduction = "sum"})` reads as Keras.
+
+/// Options of the classes that take only a reduction and a name (the name defaults to the class's Keras name).
+struct LossOptions {
+  std::string reduction = "sum_over_batch_size";
+  std::optional<std::string> name = std::nullopt;
 };
-struct CosineSimilarity {
-  std::int64_t axis = -1;
-  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+
+class MeanSquaredError : public Loss {
+ public:
+  explicit MeanSquaredError(LossOptions options = {});
 };
+class MeanAbsoluteError : public Loss {
+ public:
+  explicit MeanAbsoluteError(LossOptions options = {});
+};
+class MeanAbsolutePercentageError : public Loss {
+ public:
+  explicit MeanAbsolutePercentageError(LossOptions options = {});
+};
+class MeanSquaredLogarithmicError : public Loss {
+ public:
+  explicit MeanSquaredLogarithmicError(LossOptions options = {});
+};
+class KLDivergence : public Loss {
+ public:
+  explicit KLDivergence(LossOptions options = {});
+};
+class LogCosh : public Loss {
+ public:
+  explicit LogCosh(LossOptions options = {});
+};
+class Poisson : public Loss {
+ public:
+  explicit Poisson(LossOptions options = {});
+};
+class Hinge : public Loss {
+ public:
+  explicit Hinge(LossOptions options = {});
+};
+class SquaredHinge : public Loss {
+ public:
+  explicit SquaredHinge(LossOptions options = {});
+};
+class CategoricalHinge : public Loss {
+ public:
+  explicit CategoricalHinge(LossOptions options = {});
+};
+
+class BinaryCrossentropy : public Loss {
+ public:
+  struct Options {
+    bool from_logits = false;
+    double label_smoothing = 0.0;
+    std::int64_t axis = -1;
+    std::string reduction = "sum_over_batch_size";
+    std::string name = "binary_crossentropy";
+  };
+  BinaryCrossentropy();
+  explicit BinaryCrossentropy(Options options);
+};
+
+class CategoricalCrossentropy : public Loss {
+ public:
+  struct Options {
+    bool from_logits = false;
+    double label_smoothing = 0.0;
+    std::int64_t axis = -1;
+    std::string reduction = "sum_over_batch_size";
+    std::string name = "categorical_crossentropy";
+  };
+  CategoricalCrossentropy();
+  explicit CategoricalCrossentropy(Options options);
+};
+
+/// Keras's ignore_class is not supported.
+class SparseCategoricalCrossentropy : public Loss {
+ public:
+  struct Options {
+    bool from_logits = false;
+    std::string reduction = "sum_over_batch_size";
+    std::int64_t axis = -1;
+    std::string name = "sparse_categorical_crossentropy";
+  };
+  SparseCategoricalCrossentropy();
+  explicit SparseCategoricalCrossentropy(Options options);
+};
+
+class Huber : public Loss {
+ public:
+  struct Options {
+    double delta = 1.0;
+    std::string reduction = "sum_over_batch_size";
+    std::string name = "huber_loss";
+  };
+  Huber();
+  explicit Huber(Options options);
+};
+
+class CosineSimilarity : public Loss {
+ public:
+  struct Options {
+    std::int64_t axis = -1;
+    std::string reduction = "sum_over_batch_size";
+    std::string name = "cosine_similarity";
+  };
+  CosineSimilarity();
+  explicit CosineSimilarity(Options options);
+};
+
+/// The Loss of a Keras loss name, alias or class name ("mse", "huber", "MeanSquaredError"; case-insensitive)
+/// with default options, reducing by sum_over_batch_size; "crossentropy" / "ce" choose binary, sparse or
+/// categorical from the shapes, as Keras's compile does. Unknown names are a loom::Error listing the known ones.
+Loss get(const std::string& name, const Shape& y_true_shape, const Shape& y_pred_shape);
 
 }  // namespace loom::losses

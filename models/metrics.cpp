@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -18,22 +19,47 @@ namespace loom::layers::metrics {
 
 namespace {
 
-/// Keras's reduce_to_samplewise_values followed by Mean's update: the sum over the first axis of each row's
-/// mean, and the number of rows (a scalar is one sample).
-std::pair<double, double> samplewise_sum(const Tensor& values, std::string_view owner) {
-  const std::vector<double> v = values.to_vector<double>();
-  if (values.ndim() == 0) return {v[0], 1.0};
-  const std::int64_t rows = values.shape()[0];
-  if (rows == 0) return {0.0, 0.0};
-  const std::size_t per_row = v.size() / std::size_t(rows);
-  check(per_row > 0, "{}: every sample needs at least one value, got values of shape {}", owner, values.shape());
-  double sum = 0.0;
-  for (std::size_t r = 0; r < std::size_t(rows); ++r) {
-    double row = 0.0;
-    for (std::size_t i = r * per_row; i < (r + 1) * per_row; ++i) row += v[i];
-    sum += row / double(per_row);
+/// Keras's reduce_to_samplewise_values followed by Mean's (or Sum's) update: with weights (undefined: none),
+/// each sample's value is the `reduce` ("mean" or "sum") over its non-batch axes of value * weight, and it
+/// counts for its weight's mean over those axes; without, for 1 (a scalar is one sample). Returns (sum of the
+/// samples' values, their count).
+std::pair<double, double> samplewise_sum(const Tensor& given, Tensor weight, bool mean, const std::string& owner) {
+  NoGradGuard no_grad;
+  Tensor values = given.dtype() == DType::f64 ? given : ops::cast(given, DType::f64);
+  const auto reduce_from = [mean](const Tensor& t, std::int64_t first) {
+    Axes axes;
+    for (std::int64_t a = first; a < t.ndim(); ++a) axes.push_back(a);
+    if (axes.empty()) return t;
+    return mean ? ops::mean(t, axes, false) : ops::sum(t, axes, false);
+  };
+  if (weight.defined()) {
+    weight = ops::cast(weight, DType::f64);
+    std::tie(values, weight) = models::detail::squeeze_or_expand_to_same_rank(values, weight);
+    if (values.ndim() > weight.ndim()) values = reduce_from(values, weight.ndim());
+    check(broadcasts_to(weight.shape(), values.shape()),
+          "{}: sample_weight of shape {} does not broadcast against the metric's values of shape {}", owner,
+          weight.shape(), values.shape());
+    weight = ops::broadcast_to(weight, values.shape());
+    values = values * weight;
+    if (weight.ndim() > 1) weight = reduce_from(weight, 1);
   }
-  return {sum, double(rows)};
+  if (values.ndim() > 1) values = reduce_from(values, 1);
+  const double sum = values.numel() == 0 ? 0.0 : ops::sum(values, {}, false).item<double>();
+  double count = 1.0;
+  if (weight.defined())
+    count = weight.numel() == 0 ? 0.0 : ops::sum(weight, {}, false).item<double>();
+  else if (values.ndim() >= 1)
+    count = double(values.shape()[0]);
+  return {sum, count};
+}
+
+/// Keras's apply_mask with reduction "sum": the weights times y_pred's mask (when it has one).
+Tensor masked_weight(const Tensor& sample_weight, const Tensor& mask) {
+  if (!mask.defined()) return sample_weight;
+  const Tensor float_mask = ops::cast(mask, DType::f64);
+  if (!sample_weight.defined()) return float_mask;
+  auto [m, w] = models::detail::squeeze_or_expand_to_same_rank(float_mask, ops::cast(sample_weight, DType::f64));
+  return w * m;
 }
 
 /// y_pred must be a float tensor of rank >= 1 (the accuracies compare its argmax or threshold).
@@ -141,6 +167,10 @@ MeanMetricWrapper::MeanMetricWrapper(MetricFunction fn, std::string name)
 }
 
 void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  update_state(y_true, y_pred, Tensor());
+}
+
+void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
   NoGradGuard no_grad;  // a metric never takes part in a gradient
   Tensor values;
   try {
@@ -149,7 +179,8 @@ void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred)
     // The function names itself; the metric's name tells which compiled metric it was ("accuracy", "mae").
     throw Error(fmt::format("metric '{}': {}", name(), e.what()));
   }
-  const auto [sum, count] = samplewise_sum(values, fmt::format("metric '{}'", name()));
+  const auto [sum, count] =
+      samplewise_sum(values, masked_weight(sample_weight, y_pred.keras_mask()), true, fmt::format("metric '{}'", name()));
   accumulate(sum, count);
 }
 
@@ -210,18 +241,28 @@ void Mean::update_state(double value, double weight) {
   count_ += weight;
 }
 
-void Mean::update_state(const Tensor& values) {
+void Mean::update_state(const Tensor& values) { update_state(values, Tensor()); }
+
+void Mean::update_state(const Tensor& values, const Tensor& sample_weight) {
   check(values.defined(), "Mean '{}': the values are undefined", name_);
-  const auto [sum, count] = samplewise_sum(values, fmt::format("Mean '{}'", name_));
+  const auto [sum, count] = samplewise_sum(values, sample_weight, true, fmt::format("Mean '{}'", name_));
   total_ += sum;
   count_ += count;
 }
 
 // ---- Sum -------------------------------------------------------------------------------------------------------
 
-void Sum::update_state(const Tensor& values) {
+void Sum::update_state(const Tensor& values) { update_state(values, Tensor()); }
+
+void Sum::update_state(const Tensor& values, const Tensor& sample_weight) {
   check(values.defined(), "Sum '{}': the values are undefined", name_);
-  for (const double v : values.to_vector<double>()) total_ += v;
+  total_ += samplewise_sum(values, sample_weight, false, fmt::format("Sum '{}'", name_)).first;
+}
+
+void Metric::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  if (!sample_weight.defined()) return update_state(y_true, y_pred);
+  throw Error(fmt::format("metric '{}' does not take a sample_weight (override the three-argument update_state)",
+                          name()));
 }
 
 // ---- get -------------------------------------------------------------------------------------------------------

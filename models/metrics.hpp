@@ -26,6 +26,10 @@ class Metric {
   /// Accumulates one batch. Shapes follow the matching loss (loom::losses); a mismatch is a loom::Error
   /// naming the metric and both shapes.
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
+  /// Keras's update_state(y_true, y_pred, sample_weight): each sample (or timestep) weighs its weight, which
+  /// broadcasts against the metric's per-sample values after the rank rule; an undefined weight is weight 1.
+  /// The base refuses weights (a user's metric overrides this to take them).
+  virtual void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight);
   /// The value over everything since the last reset (0 before any update, as Keras): total() / count(),
   /// unless a metric says otherwise (RootMeanSquaredError takes its square root).
   virtual double result() const { return count_ > 0.0 ? total_ / count_ : 0.0; }
@@ -64,6 +68,10 @@ class MeanMetricWrapper : public Metric {
  public:
   MeanMetricWrapper(MetricFunction fn, std::string name);
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  /// As Keras: the weights times y_pred's Keras mask (when it has one); each sample's value is the mean of
+  /// value * weight over its other axes and counts for the mean of its weights, so the result is the
+  /// weighted mean.
+  void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
 
  private:
   MetricFunction fn_;
@@ -175,6 +183,9 @@ class Mean {
   /// Values of weight 1: a scalar is one sample, [N] is N samples, and [N, ...] is N samples each averaged
   /// over its other axes (Keras's Mean).
   void update_state(const Tensor& values);
+  /// Keras's Mean.update_state(values, sample_weight): each sample's value is the mean of value * weight over
+  /// its other axes and weighs the mean of its weights.
+  void update_state(const Tensor& values, const Tensor& sample_weight);
   /// The weighted mean so far; 0 before any update or when every weight was 0, as Keras.
   double result() const { return count_ > 0.0 ? total_ / count_ : 0.0; }
   void reset_state() { total_ = 0.0; count_ = 0.0; }
@@ -197,6 +208,8 @@ class Sum {
   void update_state(double value) { total_ += value; }
   /// Adds every element of `values`, whatever its shape (Keras's Sum).
   void update_state(const Tensor& values);
+  /// Adds every element of values * sample_weight (broadcast after the rank rule, as Keras's Sum).
+  void update_state(const Tensor& values, const Tensor& sample_weight);
   /// The sum so far; 0 before any update.
   double result() const { return total_; }
   void reset_state() { total_ = 0.0; }

@@ -26,56 +26,6 @@ namespace loom::layers {
 
 namespace {
 
-std::string lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-// Keras's "crossentropy" auto-selection (compile_utils.py): binary when y_pred has one unit, sparse when the
-// labels lack the class axis (or have it with size 1 against several classes), categorical otherwise.
-std::string choose_crossentropy(const Shape& y_true, const Shape& y_pred) {
-  if (!y_pred.empty() && y_pred.back() == 1) return "binary_crossentropy";
-  if (y_true.size() < y_pred.size()) return "sparse_categorical_crossentropy";
-  if (!y_true.empty() && y_true.back() == 1 && !y_pred.empty() && y_pred.back() > 1)
-    return "sparse_categorical_crossentropy";
-  return "categorical_crossentropy";
-}
-
-// A loss by Keras name, alias or class name.
-LossFunction loss_by_name(const std::string& given, const Shape& y_true, const Shape& y_pred) {
-  std::string name = lowercase(given);
-  if (name == "crossentropy" || name == "ce") name = choose_crossentropy(y_true, y_pred);
-  if (name == "mse" || name == "mean_squared_error" || name == "meansquarederror") return losses::mean_squared_error;
-  if (name == "mae" || name == "mean_absolute_error" || name == "meanabsoluteerror") return losses::mean_absolute_error;
-  if (name == "bce" || name == "binary_crossentropy" || name == "binarycrossentropy")
-    return [](const Tensor& t, const Tensor& p) { return losses::binary_crossentropy(t, p); };
-  if (name == "categorical_crossentropy" || name == "categoricalcrossentropy")
-    return [](const Tensor& t, const Tensor& p) { return losses::categorical_crossentropy(t, p); };
-  if (name == "sparse_categorical_crossentropy" || name == "sparsecategoricalcrossentropy")
-    return [](const Tensor& t, const Tensor& p) { return losses::sparse_categorical_crossentropy(t, p); };
-  if (name == "huber") return losses::Huber{};
-  if (name == "kld" || name == "kl_divergence" || name == "kullback_leibler_divergence" || name == "kldivergence")
-    return losses::kl_divergence;
-  if (name == "log_cosh" || name == "logcosh") return losses::log_cosh;
-  if (name == "cosine_similarity" || name == "cosinesimilarity") return losses::CosineSimilarity{};
-  if (name == "poisson") return losses::poisson;
-  if (name == "hinge") return losses::hinge;
-  if (name == "squared_hinge" || name == "squaredhinge") return losses::squared_hinge;
-  if (name == "categorical_hinge" || name == "categoricalhinge") return losses::categorical_hinge;
-  if (name == "msle" || name == "mean_squared_logarithmic_error" || name == "meansquaredlogarithmicerror")
-    return losses::mean_squared_logarithmic_error;
-  if (name == "mape" || name == "mean_absolute_percentage_error" || name == "meanabsolutepercentageerror")
-    return losses::mean_absolute_percentage_error;
-  throw Error(fmt::format(
-      "Model.compile: unknown loss '{}'; known: mse, mae, binary_crossentropy (bce), categorical_crossentropy, "
-      "sparse_categorical_crossentropy, crossentropy (ce, chosen by shapes), huber, kl_divergence (kld, "
-      "kullback_leibler_divergence), log_cosh (logcosh), cosine_similarity, poisson, hinge, squared_hinge, "
-      "categorical_hinge, mean_squared_logarithmic_error (msle), mean_absolute_percentage_error (mape), their "
-      "class names, or a function",
-      given));
-}
-
 // Fisher-Yates with an unbiased bounded draw, so a seed gives the same permutation on every platform.
 std::vector<std::int64_t> permutation(std::int64_t n, random::Generator& generator) {
   check_fits_in_memory(n, sizeof(std::int64_t), "fit: the shuffled order of {} samples", n);
@@ -161,17 +111,21 @@ Model& Callback::model() const {
 
 // ---- data ----------------------------------------------------------------------------------------------------
 
-// A step's data: the model's inputs in inputs() order and its targets in output order (none for predict).
+// A step's data: the model's inputs in inputs() order, its targets in output order (none for predict) and
+// each output's sample weights (undefined where none, or none at all).
 struct Model::Batch {
-  std::vector<Tensor> x, y;
+  std::vector<Tensor> x, y, sample_weight;
 
   std::int64_t samples() const { return x.front().shape()[0]; }
   Batch rows(const std::vector<std::int64_t>* order, std::int64_t begin, std::int64_t end) const {
     Batch out;
     for (const auto& t : x) out.x.push_back(batch_rows(t, order, begin, end));
     for (const auto& t : y) out.y.push_back(batch_rows(t, order, begin, end));
+    for (const auto& t : sample_weight) out.sample_weight.push_back(t.defined() ? batch_rows(t, order, begin, end) : t);
     return out;
   }
+  /// The weights of output i, undefined when it has none.
+  Tensor weight_of(std::size_t i) const { return i < sample_weight.size() ? sample_weight[i] : Tensor(); }
 };
 
 namespace {
@@ -222,6 +176,30 @@ std::vector<Tensor> by_names(const Tensors& given, const std::vector<std::string
   return out;
 }
 
+// Keras's class_weight_to_sample_weights: each sample weighs its class's weight; the class is the label
+// ([N] or [N, 1], rounded) or the argmax of a one-hot [N, C] label.
+Tensor class_weight_to_sample_weights(const Tensor& y, const ClassWeight& class_weight, const std::string& model,
+                                      const char* method) {
+  check(y.ndim() == 1 || y.ndim() == 2,
+        "{}.{}: class_weight needs one label per sample ([N], [N, 1] or one-hot [N, C]), got y of shape {}", model,
+        method, y.shape());
+  const Tensor labels = y.ndim() == 2 && y.shape()[1] != 1 ? ops::argmax(y, -1) : ops::reshape(y, {y.shape()[0]});
+  const std::vector<double> ids = labels.to_vector<double>();
+  std::vector<double> weights(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const double id = std::round(ids[i]);
+    const auto it = std::isfinite(id) ? class_weight.find(std::int64_t(id)) : class_weight.end();
+    if (it == class_weight.end()) {
+      std::vector<std::int64_t> known;
+      for (const auto& entry : class_weight) known.push_back(entry.first);
+      throw Error(fmt::format("{}.{}: class_weight has no weight for class {} (the label of sample {}); it weighs "
+                              "classes [{}]", model, method, ids[i], i, fmt::join(known, ", ")));
+    }
+    weights[i] = it->second;
+  }
+  return Tensor::from_vector(weights, Shape{std::int64_t(weights.size())});
+}
+
 }  // namespace
 
 std::size_t Model::output_count() const { return graph_ ? graph_->outputs().size() : 1; }
@@ -257,6 +235,54 @@ std::vector<Tensor> Model::forward(const std::vector<Tensor>& inputs, bool train
   return {(*this)(inputs.front(), training)};
 }
 
+std::vector<Tensor> Model::arrange_sample_weights(const std::optional<Tensors>& sample_weight,
+                                                  const std::optional<ClassWeight>& class_weight,
+                                                  const std::vector<Tensor>& y, const char* method) const {
+  check(!(sample_weight && class_weight), "{}.{}: give sample_weight or class_weight, not both (as Keras)", name(),
+        method);
+  const std::size_t outputs = output_count();
+  if (class_weight) {
+    check(outputs == 1, "{}.{}: class_weight is supported for a model with one output only (as Keras); this one "
+          "has {}: pass sample_weight per output", name(), method, outputs);
+    for (const auto& [id, weight] : *class_weight)
+      check(std::isfinite(weight), "{}.{}: class_weight of class {} must be finite, got {}", name(), method, id,
+            weight);
+    return {class_weight_to_sample_weights(y.front(), *class_weight, name(), method)};
+  }
+  if (!sample_weight) return {};
+  std::vector<Tensor> weights;
+  if (!sample_weight->names().empty()) {
+    check(graph_ != nullptr, "{}.{}: sample_weight by name needs a Functional model (outputs named by "
+          "output_names())", name(), method);
+    weights = by_names(*sample_weight, output_names_, name(), method, "sample_weight");
+  } else {
+    weights = sample_weight->tensors();
+    if (weights.size() == 1 && outputs > 1) {
+      const Tensor& w = weights.front();
+      check(w.defined() && (w.ndim() == 1 || (w.ndim() == 2 && w.shape()[1] == 1)),
+            "{}.{}: one sample_weight for a model of {} outputs must hold one weight per sample ([N]), got shape "
+            "{}; give one per output for other shapes", name(), method, outputs,
+            w.defined() ? w.shape() : Shape{});
+      weights.assign(outputs, w);
+    }
+    check(weights.size() == outputs, "{}.{}: sample_weight has {} tensors for {} output{}", name(), method,
+          weights.size(), outputs, outputs == 1 ? "" : "s");
+  }
+  for (std::size_t i = 0; i < weights.size(); ++i) {
+    const Tensor& w = weights[i];
+    const std::string part = part_name("sample_weight", i, weights.size());
+    check(w.defined(), "{}.{}: {} is undefined", name(), method, part);
+    check(w.dtype() != DType::boolean, "{}.{}: {} must be numeric, got {}", name(), method, part, w.dtype());
+    check(w.ndim() >= 1 && w.shape()[0] == y[i].shape()[0],
+          "{}.{}: {} of shape {} must hold one weight per sample: its first dimension must be the {} samples of "
+          "y", name(), method, part, w.shape(), y[i].shape()[0]);
+    const std::optional<numerics::NonFinite> bad = numerics::first_non_finite(w);
+    check(!bad, "{}.{}: {} holds {} at element {}", name(), method, part,
+          bad ? numerics::non_finite_name(bad->value) : "", bad ? unravel_index(bad->index, w.shape()) : Shape{});
+  }
+  return weights;
+}
+
 // ---- compile -------------------------------------------------------------------------------------------------
 
 Model::Model(std::string_view default_name, std::optional<std::string> name) : Layer(default_name, std::move(name)) {}
@@ -266,11 +292,17 @@ namespace {
 void check_loss_spec(const LossSpec& spec, const std::string& model, const std::string& which) {
   if (const auto* given = std::get_if<std::string>(&spec)) {
     check(!given->empty(), "{}.compile: no loss given{}; pass a Keras loss name or a function", model, which);
-    // Unknown names fail here rather than at the first batch; "crossentropy" is resolved once shapes are known.
-    if (lowercase(*given) != "crossentropy" && lowercase(*given) != "ce") loss_by_name(*given, {}, {});
-  } else {
-    check(static_cast<bool>(std::get<LossFunction>(spec)), "{}.compile: the loss function{} is empty", model, which);
+    losses::get(*given, {}, {});  // unknown names fail here rather than at the first batch
+  } else if (const auto* fn = std::get_if<LossFunction>(&spec)) {
+    check(static_cast<bool>(*fn), "{}.compile: the loss function{} is empty", model, which);
   }
+}
+
+// The Loss of one output: a string resolved for the first batch's shapes, a function wrapped as Keras wraps it.
+losses::Loss resolve_loss(const LossSpec& spec, const Shape& y_true, const Shape& y_pred) {
+  if (const auto* name = std::get_if<std::string>(&spec)) return losses::get(*name, y_true, y_pred);
+  if (const auto* fn = std::get_if<LossFunction>(&spec)) return losses::Loss(*fn, "loss");
+  return std::get<losses::Loss>(spec);
 }
 
 // One entry per output from a single value, a list in output order, or values by output name. `all_named`:
@@ -325,13 +357,17 @@ void Model::compile(CompileOptions options) {
   for (double w : weights)
     check(std::isfinite(w), "{}.compile: loss_weights must be finite, got {}", name(), fmt::join(weights, ", "));
   const MetricsArg& metrics = options.metrics;
-  check(outputs.size() == 1 || metrics.single().empty(),
-        "{}.compile: the model has {} outputs [{}]: give metrics as a list per output (MetricsPerOutput) or by "
-        "output name (MetricsByOutput), as Keras", name(), outputs.size(), fmt::join(outputs, ", "));
-  metric_specs_ = outputs.size() == 1 && !metrics.single().empty()
-                      ? std::vector<std::vector<MetricArg>>{metrics.single()}
-                      : per_output(std::optional<std::vector<MetricArg>>(), metrics.per_output(), metrics.by_name(),
-                                   outputs, name(), "metrics", false, std::vector<MetricArg>());
+  const auto metric_lists = [&](const MetricsArg& given, const char* what) {
+    check(outputs.size() == 1 || given.single().empty(),
+          "{}.compile: the model has {} outputs [{}]: give {} as a list per output (MetricsPerOutput) or by output "
+          "name (MetricsByOutput), as Keras", name(), outputs.size(), fmt::join(outputs, ", "), what);
+    return outputs.size() == 1 && !given.single().empty()
+               ? std::vector<std::vector<MetricArg>>{given.single()}
+               : per_output(std::optional<std::vector<MetricArg>>(), given.per_output(), given.by_name(), outputs,
+                            name(), what, false, std::vector<MetricArg>());
+  };
+  metric_specs_ = metric_lists(metrics, "metrics");
+  weighted_metric_specs_ = metric_lists(options.weighted_metrics, "weighted_metrics");
   // An optimizer that has stepped another model is refused now rather than at the first batch.
   if (built()) options.optimizer.get()->check_variables_are_known(trainable_weights(), "compile");
   optimizer_ = options.optimizer.get();
@@ -341,6 +377,7 @@ void Model::compile(CompileOptions options) {
   losses_.clear();
   metrics_.clear();
   metric_outputs_.clear();
+  metric_weighted_.clear();
   metric_keys_.clear();
   compiled_ = true;
 }
@@ -350,52 +387,80 @@ void Model::check_compiled(const char* method) const {
         method);
 }
 
-// Strings become functions and metric objects once the first batch shows the shapes they depend on.
+// Strings become losses and metric objects once the first batch shows the shapes they depend on. Metric keys
+// follow Keras's CompileMetrics.result: "<output>_<name>" for several outputs, a repeated key gains "_1", "_2",
+// and a weighted metric whose key is taken becomes "weighted_<name>".
 void Model::resolve_compiled(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred) {
   if (!losses_.empty()) return;
   const std::size_t outputs = loss_specs_.size();
   check(y_pred.size() == outputs, "{}: the model returned {} outputs, expected {}", name(), y_pred.size(), outputs);
-  std::vector<LossFunction> losses;
-  for (std::size_t i = 0; i < outputs; ++i) {
-    if (const auto* fn = std::get_if<LossFunction>(&loss_specs_[i]))
-      losses.push_back(*fn);
-    else
-      losses.push_back(loss_by_name(std::get<std::string>(loss_specs_[i]), y_true[i].shape(), y_pred[i].shape()));
-    for (const auto& spec : metric_specs_[i]) {
-      auto metric = spec.get() ? spec.get() : metrics::get(spec.name(), y_true[i].shape(), y_pred[i].shape());
-      metric_keys_.push_back(outputs == 1 ? metric->name() : output_names_[i] + "_" + metric->name());
-      metric_outputs_.push_back(i);
-      metrics_.push_back(std::move(metric));
+  std::vector<losses::Loss> losses;
+  for (std::size_t i = 0; i < outputs; ++i) losses.push_back(resolve_loss(loss_specs_[i], y_true[i].shape(), y_pred[i].shape()));
+  std::map<std::string, int> taken;
+  const auto add = [&](const std::vector<std::vector<MetricArg>>& specs, bool weighted) {
+    for (std::size_t i = 0; i < outputs; ++i) {
+      const std::string prefix = outputs == 1 ? std::string() : output_names_[i] + "_";
+      for (const auto& spec : specs[i]) {
+        auto metric = spec.get() ? spec.get() : metrics::get(spec.name(), y_true[i].shape(), y_pred[i].shape());
+        std::string key = prefix + metric->name();
+        if (taken.count(key) && weighted) key = prefix + "weighted_" + metric->name();
+        if (const int repeats = taken[key]++; repeats > 0) key = fmt::format("{}_{}", key, repeats);
+        metric_keys_.push_back(key);
+        metric_outputs_.push_back(i);
+        metric_weighted_.push_back(weighted);
+        metrics_.push_back(std::move(metric));
+      }
     }
-  }
+  };
+  add(metric_specs_, false);
+  add(weighted_metric_specs_, true);
   losses_ = std::move(losses);
 }
 
 // ---- steps ---------------------------------------------------------------------------------------------------
 
-// A step's losses: the total (weighted sum) on the tape, its value, and each output's unweighted mean.
+// A step's losses: the total (weighted sum) on the tape, its value, and each output's unweighted loss.
 struct Model::StepLosses {
   Tensor total;
   double value = 0.0;
   std::vector<double> outputs;
 };
 
-Model::StepLosses Model::compute_losses(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred) {
+// Each output's Loss with its sample weights, times its loss weight, summed (Keras's CompileLoss).
+Model::StepLosses Model::compute_losses(const Batch& batch, const std::vector<Tensor>& y_pred) {
   StepLosses out;
   for (std::size_t i = 0; i < losses_.size(); ++i) {
-    const Tensor loss = ops::mean(losses_[i](y_true[i], y_pred[i]), {}, false);
+    const Tensor loss = losses_[i](batch.y[i], y_pred[i], batch.weight_of(i));
+    check(loss.ndim() == 0, "{}: the loss '{}' (reduction '{}') gives values of shape {}; training and evaluation "
+          "need a scalar: use a reduction other than 'none'", name(), losses_[i].name(), losses_[i].reduction(),
+          loss.shape());
     out.outputs.push_back(loss.item<double>());
     const Tensor weighted = loss_weights_[i] == 1.0 ? loss : loss * loss_weights_[i];
     out.total = out.total.defined() ? out.total + weighted : weighted;
   }
+  // Keras's compute_loss: each of the model's losses() (weight regularizers, activity regularizers, add_loss),
+  // summed, joins the total that is differentiated and logged as "loss"; the per-output values stay without.
+  for (const Tensor& extra : losses()) {
+    Tensor summed = ops::sum(extra);
+    if (out.total.defined() && summed.dtype() != out.total.dtype()) summed = ops::cast(summed, out.total.dtype());
+    out.total = out.total.defined() ? out.total + summed : summed;
+  }
+  if (!out.total.defined()) out.total = Tensor::scalar(0.0, dtype());
   out.value = out.total.item<double>();
   return out;
 }
 
-void Model::update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred) {
+// Keras's CompileMetrics.update_state: the metrics see every sample alike, the weighted ones the batch's weights.
+void Model::update_metrics(const Batch& batch, const std::vector<Tensor>& y_pred) {
   NoGradGuard no_grad;
-  for (std::size_t m = 0; m < metrics_.size(); ++m)
-    metrics_[m]->update_state(y_true[metric_outputs_[m]], y_pred[metric_outputs_[m]]);
+  for (std::size_t m = 0; m < metrics_.size(); ++m) {
+    const std::size_t i = metric_outputs_[m];
+    const Tensor weight = metric_weighted_[m] ? batch.weight_of(i) : Tensor();
+    if (weight.defined())
+      metrics_[m]->update_state(batch.y[i], y_pred[i], weight);
+    else
+      metrics_[m]->update_state(batch.y[i], y_pred[i]);
+  }
 }
 
 // A step is applied only when its loss and its gradients are finite; otherwise the forward pass's writes are
@@ -409,7 +474,7 @@ Model::StepLosses Model::train_step(const Batch& batch, const std::string& where
     GradientTape tape;
     predictions = forward(batch.x, /*training=*/true);
     resolve_compiled(batch.y, predictions);
-    losses = compute_losses(batch.y, predictions);
+    losses = compute_losses(batch, predictions);
     variables = trainable_weights();
     check(!variables.empty(), "{}.fit: the model has no trainable weights", name());
     // Data-parallel, the local loss is not the global one: the aggregated gradients decide, the same everywhere.
@@ -419,10 +484,10 @@ Model::StepLosses Model::train_step(const Batch& batch, const std::string& where
                               "this batch (check the learning rate and the data)",
                               name(), where, numerics::non_finite_name(losses.value)));
     }
-    gradients = tape.gradient(losses.total, variables);
+    gradients = tape.gradient(optimizer_->scale_loss(losses.total), variables);  // loss_scale_factor, as Keras
   }
   apply_finite_step(gradients, variables, where, forward_writes);
-  update_metrics(batch.y, predictions);
+  update_metrics(batch, predictions);
   return losses;
 }
 
@@ -472,8 +537,8 @@ Model::StepLosses Model::test_step(const Batch& batch) {
   NoGradGuard no_grad;
   const std::vector<Tensor> predictions = forward(batch.x, /*training=*/false);
   resolve_compiled(batch.y, predictions);
-  StepLosses losses = compute_losses(batch.y, predictions);
-  update_metrics(batch.y, predictions);
+  StepLosses losses = compute_losses(batch, predictions);
+  update_metrics(batch, predictions);
   return losses;
 }
 
@@ -528,8 +593,9 @@ History Model::fit(const Tensor& x, const Tensor& y, FitOptions options) {
 
 History Model::fit(const Tensors& x, const Tensors& y, FitOptions options) {
   check_compiled("fit");
-  Batch data{arrange_inputs(x, "fit"), arrange_targets(y, "fit")};
+  Batch data{arrange_inputs(x, "fit"), arrange_targets(y, "fit"), {}};
   check_samples("fit", data.x, data.y);
+  data.sample_weight = arrange_sample_weights(options.sample_weight, options.class_weight, data.y, "fit");
   return fit_arranged(std::move(data), std::move(options));
 }
 
@@ -547,9 +613,12 @@ History Model::fit_arranged(Batch data, FitOptions options) {
   Batch train = data;
   std::optional<Batch> validation;
   if (options.validation_data) {
-    validation = Batch{arrange_inputs(options.validation_data->first, "fit (validation_data)"),
-                       arrange_targets(options.validation_data->second, "fit (validation_data)")};
+    const ValidationData& given = *options.validation_data;
+    validation = Batch{arrange_inputs(given.x, "fit (validation_data)"),
+                       arrange_targets(given.y, "fit (validation_data)"), {}};
     check_samples("fit (validation_data)", validation->x, validation->y);
+    validation->sample_weight =
+        arrange_sample_weights(given.sample_weight, std::nullopt, validation->y, "fit (validation_data)");
   } else if (options.validation_split > 0.0) {
     const std::int64_t n = data.samples();
     const auto split_at = std::int64_t(std::floor(double(n) * (1.0 - options.validation_split)));
@@ -618,6 +687,7 @@ History Model::fit_arranged(Batch data, FitOptions options) {
     for (const auto& [key, value] : epoch_logs) history.history[key].push_back(value);
     history.epoch.push_back(epoch);
   }
+  if (options.epochs > 0) optimizer_->finalize_variable_values(trainable_weights());  // use_ema: the averages
   callbacks(&Callback::on_train_end, epoch_logs);
   return history;
 }
@@ -628,8 +698,9 @@ Logs Model::evaluate(const Tensor& x, const Tensor& y, EvaluateOptions options) 
 
 Logs Model::evaluate(const Tensors& x, const Tensors& y, EvaluateOptions options) {
   check_compiled("evaluate");
-  Batch data{arrange_inputs(x, "evaluate"), arrange_targets(y, "evaluate")};
+  Batch data{arrange_inputs(x, "evaluate"), arrange_targets(y, "evaluate"), {}};
   check_samples("evaluate", data.x, data.y);
+  data.sample_weight = arrange_sample_weights(options.sample_weight, std::nullopt, data.y, "evaluate");
   return evaluate_arranged(data, std::move(options));
 }
 
@@ -672,7 +743,7 @@ std::vector<Tensor> Model::predict(const Tensors& x, PredictOptions options) {
 }
 
 std::vector<Tensor> Model::predict_arranged(const std::vector<Tensor>& x, PredictOptions options) {
-  const Batch data{x, {}};
+  const Batch data{x, {}, {}};
   const std::int64_t n = data.samples();
   const std::int64_t steps = checked_steps(name(), "predict", x.front(), options.batch_size);
 
@@ -695,10 +766,12 @@ std::vector<Tensor> Model::predict_arranged(const std::vector<Tensor>& x, Predic
 
 Logs Model::train_on_batch(const Tensor& x, const Tensor& y) { return train_on_batch(Tensors(x), Tensors(y)); }
 
-Logs Model::train_on_batch(const Tensors& x, const Tensors& y) {
+Logs Model::train_on_batch(const Tensors& x, const Tensors& y, std::optional<Tensors> sample_weight,
+                           std::optional<ClassWeight> class_weight) {
   check_compiled("train_on_batch");
-  const Batch batch{arrange_inputs(x, "train_on_batch"), arrange_targets(y, "train_on_batch")};
+  Batch batch{arrange_inputs(x, "train_on_batch"), arrange_targets(y, "train_on_batch"), {}};
   check_samples("train_on_batch", batch.x, batch.y);
+  batch.sample_weight = arrange_sample_weights(sample_weight, class_weight, batch.y, "train_on_batch");
   for (const auto& m : metrics_) m->reset_state();
   const StepLosses losses = train_step(batch, "train_on_batch");
   LossTrackers trackers(output_count());
@@ -708,10 +781,11 @@ Logs Model::train_on_batch(const Tensors& x, const Tensors& y) {
 
 Logs Model::test_on_batch(const Tensor& x, const Tensor& y) { return test_on_batch(Tensors(x), Tensors(y)); }
 
-Logs Model::test_on_batch(const Tensors& x, const Tensors& y) {
+Logs Model::test_on_batch(const Tensors& x, const Tensors& y, std::optional<Tensors> sample_weight) {
   check_compiled("test_on_batch");
-  const Batch batch{arrange_inputs(x, "test_on_batch"), arrange_targets(y, "test_on_batch")};
+  Batch batch{arrange_inputs(x, "test_on_batch"), arrange_targets(y, "test_on_batch"), {}};
   check_samples("test_on_batch", batch.x, batch.y);
+  batch.sample_weight = arrange_sample_weights(sample_weight, std::nullopt, batch.y, "test_on_batch");
   for (const auto& m : metrics_) m->reset_state();
   LossTrackers trackers(output_count());
   trackers.update(test_step(batch), 1.0);

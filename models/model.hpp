@@ -34,6 +34,7 @@
 
 #include "layers/layer.hpp"
 #include "models/callback.hpp"
+#include "models/loss.hpp"
 #include "models/metrics.hpp"
 #include "models/shared_arg.hpp"
 #include "models/summary.hpp"
@@ -70,10 +71,11 @@ struct ModelOptions {
 };
 
 /// A loss for compile: per-sample values from (y_true, y_pred), as the functions of loom::losses; the model
-/// takes their batch mean.
-using LossFunction = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
-/// One output's loss: a Keras string or a per-sample function.
-using LossSpec = std::variant<std::string, LossFunction>;
+/// reduces them as a Loss with the default reduction (Keras's LossFunctionWrapper).
+using LossFunction = losses::LossFunction;
+/// One output's loss: a Keras string, a per-sample function, or a Loss object (losses::Huber({.delta = 2.0}))
+/// with its own reduction.
+using LossSpec = std::variant<std::string, LossFunction, losses::Loss>;
 
 /// compile's loss: one loss (for every output, as Keras applies a single loss), a list with one per output,
 /// or one per output name (every output named).
@@ -83,8 +85,10 @@ class LossArg {
   LossArg(const char* name) : single_(std::string(name)) {}                                 // NOLINT: implicit
   LossArg(std::string name) : single_(std::move(name)) {}                                   // NOLINT
   LossArg(LossFunction function) : single_(std::move(function)) {}                          // NOLINT
+  LossArg(losses::Loss loss) : single_(std::move(loss)) {}                                  // NOLINT
   template <class F, std::enable_if_t<std::is_invocable_r_v<Tensor, F, const Tensor&, const Tensor&> &&
-                                          !std::is_convertible_v<F, std::string>,
+                                          !std::is_convertible_v<F, std::string> &&
+                                          !std::is_base_of_v<losses::Loss, std::decay_t<F>>,
                                       int> = 0>
   LossArg(F function) : single_(LossFunction(std::move(function))) {}                       // NOLINT
   LossArg(std::initializer_list<LossSpec> per_output) : per_output_(per_output) {}          // NOLINT
@@ -169,7 +173,24 @@ struct CompileOptions {
   LossArg loss = {};
   LossWeights loss_weights = {};
   MetricsArg metrics = {};
+  /// Metrics that fit and evaluate weigh by sample_weight (or class_weight), as Keras's weighted_metrics; the
+  /// others see every sample alike. A key taken by a metric above becomes "weighted_<name>".
+  MetricsArg weighted_metrics = {};
 };
+
+/// fit's validation_data: (x, y) or (x, y, sample_weight), as Keras takes a tuple.
+struct ValidationData {
+  template <class X, class Y>
+  ValidationData(std::pair<X, Y> xy) : x(std::move(xy.first)), y(std::move(xy.second)) {}  // NOLINT: implicit
+  ValidationData(Tensors inputs, Tensors targets, std::optional<Tensors> weights = std::nullopt)
+      : x(std::move(inputs)), y(std::move(targets)), sample_weight(std::move(weights)) {}
+  Tensors x, y;
+  std::optional<Tensors> sample_weight;
+};
+
+/// Keras's class_weight: the weight of each class id; a sample weighs its label's weight (the argmax of a
+/// one-hot label). Every label seen must have an entry.
+using ClassWeight = std::map<std::int64_t, double>;
 
 struct FitOptions {
   /// Samples per step; under data_parallel(), over all ranks together (each trains on its part).
@@ -180,10 +201,15 @@ struct FitOptions {
   std::vector<CallbackArg> callbacks = {};
   /// The fraction of samples, taken from the end before shuffling, held out for validation.
   double validation_split = 0.0;
-  /// (x, y) to validate on; takes precedence over validation_split.
-  std::optional<std::pair<Tensors, Tensors>> validation_data = std::nullopt;
+  /// (x, y) or (x, y, sample_weight) to validate on; takes precedence over validation_split.
+  std::optional<ValidationData> validation_data = std::nullopt;
   /// A new permutation of the training samples each epoch.
   bool shuffle = true;
+  /// Weighs each training sample by its class (not with sample_weight, and for one output only, as Keras).
+  std::optional<ClassWeight> class_weight = std::nullopt;
+  /// A weight per sample ([N]) or per timestep ([N, T]) of every output, or one per output (a list or by
+  /// output name); a single [N] weight serves every output. It scales the loss and the weighted_metrics.
+  std::optional<Tensors> sample_weight = std::nullopt;
   int initial_epoch = 0;
   /// Seeds the shuffling; by default drawn from the thread's generator (loom::set_seed makes it repeatable),
   /// rank 0's under data_parallel().
@@ -196,6 +222,8 @@ struct FitOptions {
 struct EvaluateOptions {
   std::int64_t batch_size = 32;
   int verbose = 1;
+  /// As fit's sample_weight.
+  std::optional<Tensors> sample_weight = std::nullopt;
   std::vector<CallbackArg> callbacks = {};
   std::ostream* out = &std::cout;
 };
@@ -273,11 +301,13 @@ class Model : public Layer {
   /// One tensor per output, for a model with several inputs or outputs.
   std::vector<Tensor> predict(const Tensors& x, PredictOptions options = {});
 
-  /// One optimizer step on this batch; the loss and metrics of the batch (metrics reset first).
+  /// One optimizer step on this batch; the loss and metrics of the batch (metrics reset first). sample_weight
+  /// and class_weight as fit's.
   Logs train_on_batch(const Tensor& x, const Tensor& y);
-  Logs train_on_batch(const Tensors& x, const Tensors& y);
+  Logs train_on_batch(const Tensors& x, const Tensors& y, std::optional<Tensors> sample_weight = std::nullopt,
+                      std::optional<ClassWeight> class_weight = std::nullopt);
   Logs test_on_batch(const Tensor& x, const Tensor& y);
-  Logs test_on_batch(const Tensors& x, const Tensors& y);
+  Logs test_on_batch(const Tensors& x, const Tensors& y, std::optional<Tensors> sample_weight = std::nullopt);
   Tensor predict_on_batch(const Tensor& x);
   std::vector<Tensor> predict_on_batch(const Tensors& x);
 
@@ -337,8 +367,11 @@ class Model : public Layer {
   std::vector<Tensor> arrange_targets(const Tensors& y, const char* method) const;
   std::size_t output_count() const;
   void resolve_compiled(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred);
-  StepLosses compute_losses(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred);
-  void update_metrics(const std::vector<Tensor>& y_true, const std::vector<Tensor>& y_pred);
+  std::vector<Tensor> arrange_sample_weights(const std::optional<Tensors>& sample_weight,
+                                             const std::optional<ClassWeight>& class_weight,
+                                             const std::vector<Tensor>& y, const char* method) const;
+  StepLosses compute_losses(const Batch& batch, const std::vector<Tensor>& y_pred);
+  void update_metrics(const Batch& batch, const std::vector<Tensor>& y_pred);
   // `where` names the step in errors: "fit, batch 3 of epoch 2" or "train_on_batch".
   StepLosses train_step(const Batch& batch, const std::string& where);
   void idle_train_step(const std::string& where);
@@ -362,11 +395,13 @@ class Model : public Layer {
   // One per output, from compile: the loss given, its weight, the metrics given.
   std::vector<LossSpec> loss_specs_;
   std::vector<double> loss_weights_;
-  std::vector<std::vector<MetricArg>> metric_specs_;
-  // Resolved at the first batch: the losses, the metrics (output by output), their outputs and log keys.
-  std::vector<LossFunction> losses_;
+  std::vector<std::vector<MetricArg>> metric_specs_, weighted_metric_specs_;
+  // Resolved at the first batch: the losses, the metrics (the plain ones output by output, then the weighted
+  // ones), their outputs, whether they take the sample weights, and their log keys.
+  std::vector<losses::Loss> losses_;
   std::vector<std::shared_ptr<metrics::Metric>> metrics_;
   std::vector<std::size_t> metric_outputs_;
+  std::vector<bool> metric_weighted_;
   std::vector<std::string> metric_keys_;
   std::shared_ptr<const detail::FunctionalGraph> graph_;
   std::vector<std::string> output_names_;

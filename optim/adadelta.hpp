@@ -2,6 +2,7 @@
 // Adadelta, Keras 3's formulation (with a learning rate, as Keras):
 //   a <- rho * a + (1 - rho) * g^2;   delta = -sqrt(d + epsilon) * g / sqrt(a + epsilon)
 //   d <- rho * d + (1 - rho) * delta^2;   w <- w + lr * delta
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,11 @@ struct AdadeltaOptions {
   std::optional<double> clipnorm = std::nullopt;
   std::optional<double> clipvalue = std::nullopt;
   std::optional<double> global_clipnorm = std::nullopt;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<std::int64_t> ema_overwrite_frequency = std::nullopt;
+  std::optional<double> loss_scale_factor = std::nullopt;
+  std::optional<std::int64_t> gradient_accumulation_steps = std::nullopt;
   std::optional<std::string> name = std::nullopt;
 };
 

@@ -20,6 +20,11 @@ struct AdamOptions {
   std::optional<double> clipnorm = std::nullopt;
   std::optional<double> clipvalue = std::nullopt;
   std::optional<double> global_clipnorm = std::nullopt;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<std::int64_t> ema_overwrite_frequency = std::nullopt;
+  std::optional<double> loss_scale_factor = std::nullopt;
+  std::optional<std::int64_t> gradient_accumulation_steps = std::nullopt;
   std::optional<std::string> name = std::nullopt;
 };
 

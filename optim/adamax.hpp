@@ -2,6 +2,7 @@
 // Adamax, Keras 3's formulation (Adam with the infinity norm), t = iterations + 1:
 //   m <- m + (g - m) * (1 - beta_1);   u <- max(beta_2 * u, |g|)
 //   w <- w - lr * m / ((1 - beta_1^t) * (u + epsilon))
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,11 @@ struct AdamaxOptions {
   std::optional<double> clipnorm = std::nullopt;
   std::optional<double> clipvalue = std::nullopt;
   std::optional<double> global_clipnorm = std::nullopt;
+  bool use_ema = false;
+  double ema_momentum = 0.99;
+  std::optional<std::int64_t> ema_overwrite_frequency = std::nullopt;
+  std::optional<double> loss_scale_factor = std::nullopt;
+  std::optional<std::int64_t> gradient_accumulation_steps = std::nullopt;
   std::optional<std::string> name = std::nullopt;
 };
 

@@ -12,6 +12,11 @@ AdamW::AdamW(AdamWOptions options)
                      .clipnorm = options.clipnorm,
                      .clipvalue = options.clipvalue,
                      .global_clipnorm = options.global_clipnorm,
+                     .use_ema = options.use_ema,
+                     .ema_momentum = options.ema_momentum,
+                     .ema_overwrite_frequency = options.ema_overwrite_frequency,
+                     .loss_scale_factor = options.loss_scale_factor,
+                     .gradient_accumulation_steps = options.gradient_accumulation_steps,
                      .name = std::move(options.name)}) {}
 
 }  // namespace loom::optim

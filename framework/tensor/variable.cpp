@@ -27,7 +27,7 @@ Variable::Variable(const Tensor& initial_value, std::string name, bool trainable
     value = ops::clone(initial_value);
   }
   value.impl().trainable = trainable && is_floating(value.dtype());
-  state_ = std::make_shared<State>(State{std::move(name), std::move(value)});
+  state_ = std::make_shared<State>(State{std::move(name), std::move(value), {}, {}});
 }
 
 Variable::State& Variable::state() const {
@@ -64,6 +64,22 @@ void Variable::assign_sub(const Tensor& delta) {
   check_update(*this, delta, "assign_sub");
   NoGradGuard no_grad;
   assign(value() - delta);
+}
+
+const Variable::WeightFunction& Variable::regularizer() const { return state().regularizer; }
+void Variable::set_regularizer(WeightFunction regularizer) { state().regularizer = std::move(regularizer); }
+const Variable::WeightFunction& Variable::constraint() const { return state().constraint; }
+void Variable::set_constraint(WeightFunction constraint) { state().constraint = std::move(constraint); }
+
+void Variable::apply_constraint() {
+  if (!state().constraint) return;
+  NoGradGuard no_grad;
+  const Tensor projected = state().constraint(value());
+  check(projected.defined() && projected.shape() == shape() && projected.dtype() == dtype(),
+        "Variable '{}': its constraint returned {}, expected a {} tensor of the variable's shape {}", name(),
+        projected.defined() ? fmt::format("{} of shape {}", projected.dtype(), projected.shape()) : "undefined",
+        dtype(), shape());
+  assign(projected);
 }
 
 AssignJournal::AssignJournal() : previous_(active_journal) { active_journal = this; }

@@ -1,7 +1,10 @@
 #pragma once
 // Variable: a named, mutable tensor, the way weights are held. Trainable variables are watched by every
-// GradientTape automatically (TensorFlow's watch_accessed_variables).
+// GradientTape automatically (TensorFlow's watch_accessed_variables). As Keras's Variable, it may carry a
+// regularizer (the penalty its layer's losses() add) and a constraint (the projection an optimizer applies
+// after each update), both plain functions so that the framework needs nothing of the layers.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -14,6 +17,9 @@ namespace loom {
 
 class Variable {
  public:
+  /// A regularizer or constraint as the variable holds it: value -> penalty, or value -> projected value.
+  using WeightFunction = std::function<Tensor(const Tensor&)>;
+
   Variable() = default;
   /// Takes a private contiguous copy of `initial_value`.
   explicit Variable(const Tensor& initial_value, std::string name = "variable", bool trainable = true);
@@ -36,10 +42,24 @@ class Variable {
   void assign_add(const Tensor& delta);
   void assign_sub(const Tensor& delta);
 
+  /// Keras's variable.regularizer: value -> a penalty tensor, which Layer::losses() computes when asked. Empty
+  /// for none. Shared by every copy of this handle.
+  const WeightFunction& regularizer() const;
+  void set_regularizer(WeightFunction regularizer);
+  /// Keras's variable.constraint: value -> projected value of the same shape and dtype, which optimizers
+  /// assign after each update of the variable. Empty for none.
+  const WeightFunction& constraint() const;
+  void set_constraint(WeightFunction constraint);
+  /// Assigns constraint(value()) when there is a constraint (not recorded on any tape); a result of another
+  /// shape or dtype is a loom::Error naming the variable, and the value is left as it was.
+  void apply_constraint();
+
  private:
   struct State {
     std::string name;
     Tensor value;
+    WeightFunction regularizer;
+    WeightFunction constraint;
   };
   State& state() const;
   std::shared_ptr<State> state_;

@@ -22,6 +22,7 @@ std::vector<std::int64_t> spans(const ConvSpec& s) {
 
 BaseConv::BaseConv(const std::string& default_name, const std::optional<std::string>& name, ConvSpec spec)
     : Layer(default_name, name), spec_(std::move(spec)), activation_(spec_.activation.function(this->name())) {
+  set_activity_regularizer(spec_.activity_regularizer);
   auto& s = spec_;
   const std::string& layer = this->name();
   s.kernel_size = ops::per_dimension(s.kernel_size, s.rank, "kernel_size", layer);
@@ -164,10 +165,12 @@ std::optional<graph::OutputSpec> BaseConv::compute_output_spec(const Tensor& x) 
 void BaseConv::build(const Shape& input_shape) {
   compute_output_shape(input_shape);
   const std::int64_t channels = input_shape[std::size_t(channel_axis(input_shape.size()))];
-  kernel_ = add_weight("kernel", kernel_shape(channels), spec_.kernel_initializer);
+  kernel_ = add_weight("kernel", kernel_shape(channels), spec_.kernel_initializer, true, std::nullopt,
+                       spec_.kernel_regularizer, spec_.kernel_constraint);
   if (spec_.use_bias) {
     const std::int64_t outputs = spec_.kind == ConvKind::depthwise ? channels * spec_.filters : spec_.filters;
-    bias_ = add_weight("bias", {outputs}, spec_.bias_initializer);
+    bias_ = add_weight("bias", {outputs}, spec_.bias_initializer, true, std::nullopt, spec_.bias_regularizer,
+                       spec_.bias_constraint);
   }
 }
 

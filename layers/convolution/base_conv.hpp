@@ -32,6 +32,8 @@ struct ConvSpec {
   activations::Activation activation;
   bool use_bias = true;
   Initializer kernel_initializer, bias_initializer;
+  Regularizer kernel_regularizer, bias_regularizer, activity_regularizer;  // depthwise: the depthwise_ ones
+  Constraint kernel_constraint, bias_constraint;
 };
 
 class BaseConv : public Layer {

@@ -30,6 +30,11 @@ struct Conv2DTransposeOptions {
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
+  Regularizer kernel_regularizer = {};    // none by default; a Keras name ("l2"), an object or a callable
+  Regularizer bias_regularizer = {};
+  Regularizer activity_regularizer = {};  // of the output, divided by the batch size
+  Constraint kernel_constraint = {};      // applied by the optimizer after each update
+  Constraint bias_constraint = {};
   std::optional<std::string> name = std::nullopt;
 };
 

@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "layers/activations/activation_functions.hpp"
+#include "layers/constraints/constraints.hpp"
 #include "layers/initializers/initializers.hpp"
+#include "layers/regularizers/regularizers.hpp"
 
 namespace loom::layers {
 
@@ -21,6 +23,11 @@ struct ConvolutionOptions {
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
+  Regularizer kernel_regularizer = {};    // none by default; a Keras name ("l2"), an object or a callable
+  Regularizer bias_regularizer = {};
+  Regularizer activity_regularizer = {};  // of the output, divided by the batch size
+  Constraint kernel_constraint = {};      // applied by the optimizer after each update
+  Constraint bias_constraint = {};
   std::optional<std::string> name = std::nullopt;
 };
 

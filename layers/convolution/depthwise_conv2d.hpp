@@ -28,6 +28,11 @@ struct DepthwiseConv2DOptions {
   bool use_bias = true;
   Initializer depthwise_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
+  Regularizer depthwise_regularizer = {}; // none by default; a Keras name ("l2"), an object or a callable
+  Regularizer bias_regularizer = {};
+  Regularizer activity_regularizer = {};  // of the output, divided by the batch size
+  Constraint depthwise_constraint = {};   // applied by the optimizer after each update
+  Constraint bias_constraint = {};
   std::optional<std::string> name = std::nullopt;
 };
 

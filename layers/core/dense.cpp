@@ -10,6 +10,7 @@ Dense::Dense(std::int64_t units, DenseOptions options)
       options_(std::move(options)),
       activation_(options_.activation.function(name())) {
   check(units > 0, "{}: units must be positive, got {}", name(), units);
+  set_activity_regularizer(options_.activity_regularizer);
 }
 
 void Dense::check_input(const Shape& input_shape) const {
@@ -30,8 +31,11 @@ Shape Dense::compute_output_shape(const Shape& input_shape) const {
 
 void Dense::build(const Shape& input_shape) {
   check_input(input_shape);
-  kernel_ = add_weight("kernel", {input_shape.back(), units_}, options_.kernel_initializer);
-  if (options_.use_bias) bias_ = add_weight("bias", {units_}, options_.bias_initializer);
+  kernel_ = add_weight("kernel", {input_shape.back(), units_}, options_.kernel_initializer, true, std::nullopt,
+                       options_.kernel_regularizer, options_.kernel_constraint);
+  if (options_.use_bias)
+    bias_ = add_weight("bias", {units_}, options_.bias_initializer, true, std::nullopt, options_.bias_regularizer,
+                       options_.bias_constraint);
 }
 
 Tensor Dense::call(const Tensor& x, bool) {

@@ -30,6 +30,7 @@ EinsumDense::EinsumDense(std::string equation, Shape output_shape, EinsumDenseOp
       partial_output_shape_(std::move(output_shape)),
       options_(std::move(options)),
       activation_(options_.activation.function(name())) {
+  set_activity_regularizer(options_.activity_regularizer);
   const auto comma = equation_.find(',');
   const auto arrow = equation_.find("->");
   check(comma != std::string::npos && arrow != std::string::npos && comma < arrow,
@@ -123,8 +124,11 @@ Shape EinsumDense::compute_output_shape(const Shape& input_shape) const { return
 
 void EinsumDense::build(const Shape& input_shape) {
   const Analysis a = analyze(input_shape);
-  kernel_ = add_weight("kernel", a.kernel_shape, options_.kernel_initializer, true, a.fans);
-  if (a.bias_shape) bias_ = add_weight("bias", *a.bias_shape, options_.bias_initializer);
+  kernel_ = add_weight("kernel", a.kernel_shape, options_.kernel_initializer, true, a.fans,
+                       options_.kernel_regularizer, options_.kernel_constraint);
+  if (a.bias_shape)
+    bias_ = add_weight("bias", *a.bias_shape, options_.bias_initializer, true, std::nullopt, options_.bias_regularizer,
+                       options_.bias_constraint);
 }
 
 Tensor EinsumDense::call(const Tensor& x, bool) {

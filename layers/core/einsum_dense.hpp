@@ -27,6 +27,11 @@ struct EinsumDenseOptions {
   std::optional<std::string> bias_axes = std::nullopt;  // output letters that get a bias; none = no bias
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
+  Regularizer kernel_regularizer = {};    // none by default; a Keras name ("l2"), an object or a callable
+  Regularizer bias_regularizer = {};
+  Constraint kernel_constraint = {};      // applied by the optimizer after each update
+  Constraint bias_constraint = {};
+  Regularizer activity_regularizer = {};  // Keras's keyword argument of every layer: of the output / batch size
   std::optional<std::string> name = std::nullopt;
 };
 

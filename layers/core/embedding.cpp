@@ -8,6 +8,7 @@ Embedding::Embedding(std::int64_t input_dim, std::int64_t output_dim, EmbeddingO
     : Layer("embedding", options.name), input_dim_(input_dim), output_dim_(output_dim), options_(std::move(options)) {
   check(input_dim > 0, "{}: input_dim must be positive, got {}", name(), input_dim);
   check(output_dim > 0, "{}: output_dim must be positive, got {}", name(), output_dim);
+  set_activity_regularizer(options_.activity_regularizer);
 }
 
 Shape Embedding::compute_output_shape(const Shape& input_shape) const {
@@ -17,7 +18,8 @@ Shape Embedding::compute_output_shape(const Shape& input_shape) const {
 }
 
 void Embedding::build(const Shape&) {
-  embeddings_ = add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer);
+  embeddings_ = add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer, true, std::nullopt,
+                           options_.embeddings_regularizer, options_.embeddings_constraint);
 }
 
 Tensor Embedding::call(const Tensor& ids, bool) {

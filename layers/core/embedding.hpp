@@ -20,7 +20,10 @@ namespace loom::layers {
 
 struct EmbeddingOptions {
   Initializer embeddings_initializer = "uniform";  // Keras: random_uniform(-0.05, 0.05)
+  Regularizer embeddings_regularizer = {};  // none by default; a Keras name ("l2"), an object or a callable
+  Constraint embeddings_constraint = {};    // applied by the optimizer after each update
   bool mask_zero = false;
+  Regularizer activity_regularizer = {};    // Keras's keyword argument of every layer: of the output / batch size
   std::optional<std::string> name = std::nullopt;
 };
 

@@ -13,11 +13,13 @@
 #include "models/metrics.hpp"
 #include "models/saving/detail/serialization.hpp"
 #include "optim/adadelta.hpp"
+#include "optim/adafactor.hpp"
 #include "optim/adagrad.hpp"
 #include "optim/adam.hpp"
 #include "optim/adamax.hpp"
 #include "optim/adamw.hpp"
 #include "optim/lion.hpp"
+#include "optim/nadam.hpp"
 #include "optim/rmsprop.hpp"
 #include "optim/schedules.hpp"
 #include "optim/sgd.hpp"
@@ -30,6 +32,7 @@ namespace M = loom::layers::metrics;
 namespace {
 
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+json optional_integer(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 // ---- the optimizer ----
 
@@ -135,11 +138,11 @@ json optimizer_json(const optim::Optimizer& opt) {
   config["clipnorm"] = optional_number(base.clipnorm);
   config["global_clipnorm"] = optional_number(base.global_clipnorm);
   config["clipvalue"] = optional_number(base.clipvalue);
-  config["use_ema"] = false;
-  config["ema_momentum"] = 0.99;
-  config["ema_overwrite_frequency"] = nullptr;
-  config["loss_scale_factor"] = nullptr;
-  config["gradient_accumulation_steps"] = nullptr;
+  config["use_ema"] = base.use_ema;
+  config["ema_momentum"] = base.ema_momentum;
+  config["ema_overwrite_frequency"] = optional_integer(base.ema_overwrite_frequency);
+  config["loss_scale_factor"] = optional_number(base.loss_scale_factor);
+  config["gradient_accumulation_steps"] = optional_integer(base.gradient_accumulation_steps);
   std::string class_name;
   if (const auto* adam = dynamic_cast<const optim::Adam*>(&opt)) {
     class_name = dynamic_cast<const optim::AdamW*>(&opt) ? "AdamW" : "Adam";
@@ -174,9 +177,21 @@ json optimizer_json(const optim::Optimizer& opt) {
     class_name = "Lion";
     config["beta_1"] = lion->beta_1();
     config["beta_2"] = lion->beta_2();
+  } else if (const auto* nadam = dynamic_cast<const optim::Nadam*>(&opt)) {
+    class_name = "Nadam";
+    config["beta_1"] = nadam->beta_1();
+    config["beta_2"] = nadam->beta_2();
+    config["epsilon"] = nadam->epsilon();
+  } else if (const auto* adafactor = dynamic_cast<const optim::Adafactor*>(&opt)) {
+    class_name = "Adafactor";
+    config["beta_2_decay"] = adafactor->beta_2_decay();
+    config["epsilon_1"] = adafactor->epsilon_1();
+    config["epsilon_2"] = adafactor->epsilon_2();
+    config["clip_threshold"] = adafactor->clip_threshold();
+    config["relative_step"] = adafactor->relative_step();
   } else {
-    throw Error(fmt::format("{}: loom saves the optimizers Adam, AdamW, SGD, RMSprop, Adagrad, Adamax, Adadelta and "
-                            "Lion, not this class", what));
+    throw Error(fmt::format("{}: loom saves the optimizers Adam, AdamW, SGD, RMSprop, Adagrad, Adamax, Adadelta, "
+                            "Lion, Nadam and Adafactor, not this class", what));
   }
   return {{"module", "keras.optimizers"}, {"class_name", class_name}, {"config", config},
           {"registered_name", nullptr}};
@@ -192,69 +207,80 @@ std::shared_ptr<optim::Optimizer> optimizer_from(const json& value, const std::s
   }
   expect_object(value, what);
   const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
-  static const std::set<std::string> known = {"Adam", "AdamW", "SGD", "RMSprop", "Adagrad", "Adamax", "Adadelta",
-                                              "Lion"};
+  static const std::set<std::string> known = {"Adam",     "AdamW", "SGD",  "RMSprop", "Adagrad",  "Adamax",
+                                              "Adadelta", "Lion",  "Nadam", "Adafactor"};
   check(known.count(class_name) == 1,
-        "{}: loom has no optimizer '{}'; it supports Adam, AdamW, SGD, RMSprop, Adagrad, Adamax, Adadelta and Lion",
+        "{}: loom has no optimizer '{}'; it supports Adam, AdamW, SGD, RMSprop, Adagrad, Adamax, Adadelta, Lion, "
+        "Nadam and Adafactor",
         what, class_name);
   Reader r(member(value, "config", what), what + " (" + class_name + ") config");
-  const std::optional<std::string> name = r.optional_string("name");
+  // Keras's base_optimizer arguments, in its get_config's order.
+  optim::BaseOptions base;
+  base.name = r.optional_string("name");
   const json* lr_value = r.find("learning_rate");
-  const std::optional<double> weight_decay = r.optional_number("weight_decay");
-  const std::optional<double> clipnorm = r.optional_number("clipnorm");
-  const std::optional<double> global_clipnorm = r.optional_number("global_clipnorm");
-  const std::optional<double> clipvalue = r.optional_number("clipvalue");
-  r.unsupported_flags({"use_ema"});
-  r.ignore({"ema_momentum", "ema_overwrite_frequency", "is_legacy_optimizer"});  // used only with use_ema
-  r.unsupported({"loss_scale_factor", "gradient_accumulation_steps"});
+  base.weight_decay = r.optional_number("weight_decay");
+  base.clipnorm = r.optional_number("clipnorm");
+  base.global_clipnorm = r.optional_number("global_clipnorm");
+  base.clipvalue = r.optional_number("clipvalue");
+  base.use_ema = r.boolean("use_ema", false);
+  base.ema_momentum = r.number("ema_momentum", 0.99);
+  base.ema_overwrite_frequency = r.optional_integer("ema_overwrite_frequency");
+  base.loss_scale_factor = r.optional_number("loss_scale_factor");
+  base.gradient_accumulation_steps = r.optional_integer("gradient_accumulation_steps");
+  // Keras reads 0 as none for both (its checks test the value's truth).
+  if (base.ema_overwrite_frequency == 0) base.ema_overwrite_frequency.reset();
+  if (base.gradient_accumulation_steps == 0) base.gradient_accumulation_steps.reset();
+  r.ignore({"is_legacy_optimizer"});
+  const auto learning_rate = [&](double keras_default) -> optim::LearningRate {
+    return lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : keras_default;
+  };
   std::shared_ptr<optim::Optimizer> out;
-  if (class_name == "Adam" || class_name == "AdamW") {
-    const double beta_1 = r.number("beta_1", 0.9), beta_2 = r.number("beta_2", 0.999);
-    const double epsilon = r.number("epsilon", 1e-7);
-    const bool amsgrad = r.boolean("amsgrad", false);
-    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
-    if (class_name == "AdamW") {
-      out = std::make_shared<optim::AdamW>(optim::AdamWOptions{lr, weight_decay.value_or(0.004), beta_1, beta_2,
-                                                               epsilon, amsgrad, clipnorm, clipvalue,
-                                                               global_clipnorm, name});
-    } else {
-      out = std::make_shared<optim::Adam>(optim::AdamOptions{lr, beta_1, beta_2, epsilon, amsgrad, weight_decay,
-                                                             clipnorm, clipvalue, global_clipnorm, name});
-    }
+  if (class_name == "Adam") {
+    optim::AdamOptions o{.learning_rate = learning_rate(0.001), .beta_1 = r.number("beta_1", 0.9),
+                         .beta_2 = r.number("beta_2", 0.999), .epsilon = r.number("epsilon", 1e-7),
+                         .amsgrad = r.boolean("amsgrad", false)};
+    out = std::make_shared<optim::Adam>(optim::with_base_options(std::move(o), std::move(base)));
+  } else if (class_name == "AdamW") {
+    optim::AdamWOptions o{.learning_rate = learning_rate(0.001), .beta_1 = r.number("beta_1", 0.9),
+                          .beta_2 = r.number("beta_2", 0.999), .epsilon = r.number("epsilon", 1e-7),
+                          .amsgrad = r.boolean("amsgrad", false)};
+    out = std::make_shared<optim::AdamW>(optim::with_base_options(std::move(o), std::move(base)));
   } else if (class_name == "SGD") {
-    const double momentum = r.number("momentum", 0.0);
-    const bool nesterov = r.boolean("nesterov", false);
-    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.01;
-    out = std::make_shared<optim::SGD>(
-        optim::SGDOptions{lr, momentum, nesterov, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+    optim::SGDOptions o{.learning_rate = learning_rate(0.01), .momentum = r.number("momentum", 0.0),
+                        .nesterov = r.boolean("nesterov", false)};
+    out = std::make_shared<optim::SGD>(optim::with_base_options(std::move(o), std::move(base)));
   } else if (class_name == "Adagrad") {
-    const double initial = r.number("initial_accumulator_value", 0.1), epsilon = r.number("epsilon", 1e-7);
-    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
-    out = std::make_shared<optim::Adagrad>(
-        optim::AdagradOptions{lr, initial, epsilon, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+    optim::AdagradOptions o{.learning_rate = learning_rate(0.001),
+                            .initial_accumulator_value = r.number("initial_accumulator_value", 0.1),
+                            .epsilon = r.number("epsilon", 1e-7)};
+    out = std::make_shared<optim::Adagrad>(optim::with_base_options(std::move(o), std::move(base)));
   } else if (class_name == "Adamax") {
-    const double beta_1 = r.number("beta_1", 0.9), beta_2 = r.number("beta_2", 0.999);
-    const double epsilon = r.number("epsilon", 1e-7);
-    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
-    out = std::make_shared<optim::Adamax>(
-        optim::AdamaxOptions{lr, beta_1, beta_2, epsilon, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+    optim::AdamaxOptions o{.learning_rate = learning_rate(0.001), .beta_1 = r.number("beta_1", 0.9),
+                           .beta_2 = r.number("beta_2", 0.999), .epsilon = r.number("epsilon", 1e-7)};
+    out = std::make_shared<optim::Adamax>(optim::with_base_options(std::move(o), std::move(base)));
   } else if (class_name == "Adadelta") {
-    const double rho = r.number("rho", 0.95), epsilon = r.number("epsilon", 1e-7);
-    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
-    out = std::make_shared<optim::Adadelta>(
-        optim::AdadeltaOptions{lr, rho, epsilon, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+    optim::AdadeltaOptions o{.learning_rate = learning_rate(0.001), .rho = r.number("rho", 0.95),
+                             .epsilon = r.number("epsilon", 1e-7)};
+    out = std::make_shared<optim::Adadelta>(optim::with_base_options(std::move(o), std::move(base)));
   } else if (class_name == "Lion") {
-    const double beta_1 = r.number("beta_1", 0.9), beta_2 = r.number("beta_2", 0.99);
-    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
-    out = std::make_shared<optim::Lion>(
-        optim::LionOptions{lr, beta_1, beta_2, weight_decay, clipnorm, clipvalue, global_clipnorm, name});
+    optim::LionOptions o{.learning_rate = learning_rate(0.001), .beta_1 = r.number("beta_1", 0.9),
+                         .beta_2 = r.number("beta_2", 0.99)};
+    out = std::make_shared<optim::Lion>(optim::with_base_options(std::move(o), std::move(base)));
+  } else if (class_name == "Nadam") {
+    optim::NadamOptions o{.learning_rate = learning_rate(0.001), .beta_1 = r.number("beta_1", 0.9),
+                          .beta_2 = r.number("beta_2", 0.999), .epsilon = r.number("epsilon", 1e-7)};
+    out = std::make_shared<optim::Nadam>(optim::with_base_options(std::move(o), std::move(base)));
+  } else if (class_name == "Adafactor") {
+    optim::AdafactorOptions o{.learning_rate = learning_rate(0.001), .beta_2_decay = r.number("beta_2_decay", -0.8),
+                              .epsilon_1 = r.number("epsilon_1", 1e-30), .epsilon_2 = r.number("epsilon_2", 1e-3),
+                              .clip_threshold = r.number("clip_threshold", 1.0),
+                              .relative_step = r.boolean("relative_step", true)};
+    out = std::make_shared<optim::Adafactor>(optim::with_base_options(std::move(o), std::move(base)));
   } else {
-    const double rho = r.number("rho", 0.9), momentum = r.number("momentum", 0.0);
-    const double epsilon = r.number("epsilon", 1e-7);
-    const bool centered = r.boolean("centered", false);
-    const optim::LearningRate lr = lr_value ? schedule_from(*lr_value, r.what("learning_rate")) : 0.001;
-    out = std::make_shared<optim::RMSprop>(optim::RMSpropOptions{lr, rho, momentum, epsilon, centered, weight_decay,
-                                                                 clipnorm, clipvalue, global_clipnorm, name});
+    optim::RMSpropOptions o{.learning_rate = learning_rate(0.001), .rho = r.number("rho", 0.9),
+                            .momentum = r.number("momentum", 0.0), .epsilon = r.number("epsilon", 1e-7),
+                            .centered = r.boolean("centered", false)};
+    out = std::make_shared<optim::RMSprop>(optim::with_base_options(std::move(o), std::move(base)));
   }
   r.finish();
   return out;
@@ -262,68 +288,100 @@ std::shared_ptr<optim::Optimizer> optimizer_from(const json& value, const std::s
 
 // ---- losses ----
 
-/// A Keras loss object with options (keras.losses.SparseCategoricalCrossentropy(from_logits=True), ...): the
-/// function compile receives, which saving recognises and writes back as that object.
-struct KerasLoss {
-  std::string class_name;
-  std::string name;
-  losses::CrossentropyOptions options;
-
-  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const {
-    if (class_name == "MeanSquaredError") return losses::mean_squared_error(y_true, y_pred);
-    if (class_name == "MeanAbsoluteError") return losses::mean_absolute_error(y_true, y_pred);
-    if (class_name == "BinaryCrossentropy") return losses::binary_crossentropy(y_true, y_pred, options);
-    if (class_name == "CategoricalCrossentropy") return losses::categorical_crossentropy(y_true, y_pred, options);
-    return losses::sparse_categorical_crossentropy(y_true, y_pred, {options.from_logits, options.axis});
-  }
-
-  json to_json() const {
-    json config = {{"name", name}, {"reduction", "sum_over_batch_size"}};
-    if (class_name == "BinaryCrossentropy" || class_name == "CategoricalCrossentropy") {
-      config["from_logits"] = options.from_logits;
-      config["label_smoothing"] = options.label_smoothing;
-      config["axis"] = options.axis;
-    } else if (class_name == "SparseCategoricalCrossentropy") {
-      config["from_logits"] = options.from_logits;
-      config["ignore_class"] = nullptr;
-      if (options.axis != -1) config["axis"] = options.axis;
-    }
-    return {{"module", "keras.losses"}, {"class_name", class_name}, {"config", config}, {"registered_name", nullptr}};
-  }
-};
+json config_value_json(const losses::ConfigValue& value) {
+  return std::visit([](const auto& v) -> json {
+    if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::nullptr_t>) return nullptr;
+    else return v;
+  }, value);
+}
 
 json loss_json(const L::LossSpec& spec, const std::string& what) {
   if (const auto* name = std::get_if<std::string>(&spec)) return *name;
-  const auto& function = std::get<L::LossFunction>(spec);
-  if (const auto* keras = function.target<KerasLoss>()) return keras->to_json();
-  throw Error(fmt::format("{}: the loss is a C++ function, which a .keras archive cannot hold; compile with a Keras "
-                          "loss name (\"mse\", \"sparse_categorical_crossentropy\", ...)", what));
+  const auto* loss = std::get_if<losses::Loss>(&spec);
+  if (loss == nullptr || loss->class_name().empty())
+    throw Error(fmt::format("{}: the loss is a C++ function, which a .keras archive cannot hold; compile with a Keras "
+                            "loss name (\"mse\", \"sparse_categorical_crossentropy\", ...) or a loss class "
+                            "(losses::Huber(...))", what));
+  json config = {{"name", loss->name()}, {"reduction", loss->reduction()}};
+  for (const auto& [key, value] : loss->config()) config[key] = config_value_json(value);
+  return {{"module", "keras.losses"}, {"class_name", loss->class_name()}, {"config", config},
+          {"registered_name", nullptr}};
 }
 
+/// A Keras loss object (keras.losses.Huber(delta=2.0), ...) as the loss class of that name.
 L::LossSpec loss_from(const json& value, const std::string& what) {
   if (value.is_string()) return value.get<std::string>();
   expect_object(value, what);
   const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
   if (class_name == "function") return as_string(member(value, "config", what), what + ": 'config'");
-  static const std::set<std::string> known = {"MeanSquaredError", "MeanAbsoluteError", "BinaryCrossentropy",
-                                              "CategoricalCrossentropy", "SparseCategoricalCrossentropy"};
+  static const std::set<std::string> known = {
+      "MeanSquaredError", "MeanAbsoluteError", "MeanAbsolutePercentageError", "MeanSquaredLogarithmicError",
+      "BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy", "Huber", "KLDivergence",
+      "LogCosh", "CosineSimilarity", "Poisson", "Hinge", "SquaredHinge", "CategoricalHinge"};
   check(known.count(class_name) > 0, "{}: loom has no loss class '{}'; it supports {}", what, class_name,
         fmt::join(known, ", "));
   Reader r(member(value, "config", what), what + " (" + class_name + ") config");
-  KerasLoss loss{class_name, r.string("name", ""), {}};
   const std::string reduction = r.string("reduction", "sum_over_batch_size");
-  check(reduction == "sum_over_batch_size", "{}: loom's losses reduce by the batch mean (sum_over_batch_size), got "
-        "'{}'", r.context(), reduction);
+  losses::check_reduction(reduction, r.context());
+  const std::optional<std::string> name = r.optional_string("name");
   r.ignore({"dtype"});
-  if (class_name != "MeanSquaredError" && class_name != "MeanAbsoluteError") {
-    loss.options.from_logits = r.boolean("from_logits", false);
-    loss.options.axis = r.integer("axis", -1);
+  const auto crossentropy = [&](auto options) {
+    options.from_logits = r.boolean("from_logits", false);
+    options.label_smoothing = r.number("label_smoothing", 0.0);
+    options.axis = r.integer("axis", -1);
+    options.reduction = reduction;
+    if (name) options.name = *name;
+    return options;
+  };
+  const losses::LossOptions simple{reduction, name};
+  std::optional<losses::Loss> loss;
+  if (class_name == "BinaryCrossentropy") {
+    loss = losses::BinaryCrossentropy(crossentropy(losses::BinaryCrossentropy::Options{}));
+  } else if (class_name == "CategoricalCrossentropy") {
+    loss = losses::CategoricalCrossentropy(crossentropy(losses::CategoricalCrossentropy::Options{}));
+  } else if (class_name == "SparseCategoricalCrossentropy") {
+    losses::SparseCategoricalCrossentropy::Options o;
+    o.from_logits = r.boolean("from_logits", false);
+    o.axis = r.integer("axis", -1);
+    o.reduction = reduction;
+    if (name) o.name = *name;
+    r.unsupported({"ignore_class"});
+    loss = losses::SparseCategoricalCrossentropy(o);
+  } else if (class_name == "Huber") {
+    losses::Huber::Options o;
+    o.delta = r.number("delta", 1.0);  // Keras 3 leaves delta out of its config; loom writes it
+    o.reduction = reduction;
+    if (name) o.name = *name;
+    loss = losses::Huber(o);
+  } else if (class_name == "CosineSimilarity") {
+    losses::CosineSimilarity::Options o;
+    o.axis = r.integer("axis", -1);
+    o.reduction = reduction;
+    if (name) o.name = *name;
+    loss = losses::CosineSimilarity(o);
+  } else if (class_name == "MeanSquaredError") {
+    loss = losses::MeanSquaredError(simple);
+  } else if (class_name == "MeanAbsoluteError") {
+    loss = losses::MeanAbsoluteError(simple);
+  } else if (class_name == "MeanAbsolutePercentageError") {
+    loss = losses::MeanAbsolutePercentageError(simple);
+  } else if (class_name == "MeanSquaredLogarithmicError") {
+    loss = losses::MeanSquaredLogarithmicError(simple);
+  } else if (class_name == "KLDivergence") {
+    loss = losses::KLDivergence(simple);
+  } else if (class_name == "LogCosh") {
+    loss = losses::LogCosh(simple);
+  } else if (class_name == "Poisson") {
+    loss = losses::Poisson(simple);
+  } else if (class_name == "Hinge") {
+    loss = losses::Hinge(simple);
+  } else if (class_name == "SquaredHinge") {
+    loss = losses::SquaredHinge(simple);
+  } else {
+    loss = losses::CategoricalHinge(simple);
   }
-  if (class_name == "BinaryCrossentropy" || class_name == "CategoricalCrossentropy")
-    loss.options.label_smoothing = r.number("label_smoothing", 0.0);
-  if (class_name == "SparseCategoricalCrossentropy") r.unsupported({"ignore_class"});
   r.finish();
-  return L::LossFunction(std::move(loss));
+  return *loss;
 }
 
 // ---- metrics ----
@@ -393,6 +451,38 @@ std::vector<L::MetricArg> metric_list_from(const json& value, const std::string&
   return out;
 }
 
+/// compile's metrics or weighted_metrics: a list, a list per output, lists by output name, or null.
+json metrics_json(const L::MetricsArg& metrics, const std::string& what) {
+  if (!metrics.single().empty()) return metric_list_json(metrics.single(), what);
+  if (!metrics.per_output().empty()) {
+    json list = json::array();
+    for (const auto& per : metrics.per_output()) list.push_back(metric_list_json(per, what));
+    return list;
+  }
+  if (!metrics.by_name().empty()) {
+    json dict = json::object();
+    for (const auto& [name, per] : metrics.by_name()) dict[name] = metric_list_json(per, what);
+    return dict;
+  }
+  return nullptr;
+}
+
+L::MetricsArg metrics_from(const json& m, const std::string& what) {
+  if (m.is_object() && !m.contains("class_name")) {
+    L::MetricsByOutput by_name;
+    for (const auto& [name, value] : m.items())
+      by_name.emplace(name, metric_list_from(value, fmt::format("{}['{}']", what, name)));
+    return by_name;
+  }
+  if (m.is_array() && !m.empty() && m[0].is_array()) {
+    L::MetricsPerOutput per_output;
+    for (std::size_t i = 0; i < m.size(); ++i)
+      per_output.push_back(metric_list_from(m[i], fmt::format("{}[{}]", what, i)));
+    return per_output;
+  }
+  return metric_list_from(m, what);
+}
+
 }  // namespace
 
 json serialize_compile(const L::Model& model) {
@@ -416,21 +506,8 @@ json serialize_compile(const L::Model& model) {
   if (!o.loss_weights.per_output().empty()) config["loss_weights"] = o.loss_weights.per_output();
   else if (!o.loss_weights.by_name().empty()) config["loss_weights"] = o.loss_weights.by_name();
   else config["loss_weights"] = nullptr;
-  const L::MetricsArg& metrics = o.metrics;
-  if (!metrics.single().empty()) {
-    config["metrics"] = metric_list_json(metrics.single(), what);
-  } else if (!metrics.per_output().empty()) {
-    json list = json::array();
-    for (const auto& per : metrics.per_output()) list.push_back(metric_list_json(per, what));
-    config["metrics"] = list;
-  } else if (!metrics.by_name().empty()) {
-    json dict = json::object();
-    for (const auto& [name, per] : metrics.by_name()) dict[name] = metric_list_json(per, what);
-    config["metrics"] = dict;
-  } else {
-    config["metrics"] = nullptr;
-  }
-  config["weighted_metrics"] = nullptr;
+  config["metrics"] = metrics_json(o.metrics, what);
+  config["weighted_metrics"] = metrics_json(o.weighted_metrics, what);
   config["run_eagerly"] = false;
   config["steps_per_execution"] = 1;
   config["jit_compile"] = true;
@@ -455,7 +532,7 @@ void compile_from_config(L::Model& model, const json& config, const std::string&
   } else {
     const L::LossSpec spec = loss_from(loss, r.what("loss"));
     if (const auto* name = std::get_if<std::string>(&spec)) o.loss = *name;
-    else o.loss = std::get<L::LossFunction>(spec);
+    else o.loss = std::get<losses::Loss>(spec);
   }
   if (const json* w = r.find("loss_weights")) {
     if (w->is_object()) {
@@ -471,23 +548,8 @@ void compile_from_config(L::Model& model, const json& config, const std::string&
       o.loss_weights = per_output;
     }
   }
-  if (const json* m = r.find("metrics")) {
-    const std::string what = r.what("metrics");
-    if (m->is_object() && !m->contains("class_name")) {
-      L::MetricsByOutput by_name;
-      for (const auto& [name, value] : m->items())
-        by_name.emplace(name, metric_list_from(value, fmt::format("{}['{}']", what, name)));
-      o.metrics = by_name;
-    } else if (m->is_array() && !m->empty() && (*m)[0].is_array()) {
-      L::MetricsPerOutput per_output;
-      for (std::size_t i = 0; i < m->size(); ++i)
-        per_output.push_back(metric_list_from((*m)[i], fmt::format("{}[{}]", what, i)));
-      o.metrics = per_output;
-    } else {
-      o.metrics = metric_list_from(*m, what);
-    }
-  }
-  r.unsupported({"weighted_metrics"});
+  if (const json* m = r.find("metrics")) o.metrics = metrics_from(*m, r.what("metrics"));
+  if (const json* m = r.find("weighted_metrics")) o.weighted_metrics = metrics_from(*m, r.what("weighted_metrics"));
   // How Keras executes the steps; loom has one way.
   r.ignore({"run_eagerly", "steps_per_execution", "jit_compile", "auto_scale_loss"});
   r.finish();

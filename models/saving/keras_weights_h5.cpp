@@ -161,7 +161,8 @@ std::string shown(const std::string& group) { return group.empty() ? "the model'
 struct OptimizerLayout {
   std::vector<Variable> trainable;
   bool has_learning_rate = false;  // a constant rate is a variable; a schedule is not
-  std::vector<std::string> slot_keys;  // "<variable name>/<slot>", in Keras's order
+  std::vector<std::string> slot_keys;  // averages, accumulators, slots ("<variable name>/<slot>"), then the
+                                       // optimizer's own entries, in Keras's order
   std::size_t size() const { return 1 + (has_learning_rate ? 1 : 0) + slot_keys.size(); }
 };
 
@@ -169,9 +170,7 @@ OptimizerLayout optimizer_layout(const Model& model, const optim::Optimizer& opt
   OptimizerLayout layout;
   layout.trainable = model.trainable_weights();
   layout.has_learning_rate = !optimizer.learning_rate_setting().is_schedule();
-  for (const auto& call : optimizer.keras_slot_order())
-    for (const Variable& var : layout.trainable)
-      for (const std::string& slot : call) layout.slot_keys.push_back(var.name() + "/" + slot);
+  layout.slot_keys = optimizer.keras_variable_order(layout.trainable);
   return layout;
 }
 
@@ -529,9 +528,9 @@ std::optional<OptimizerPlan> plan_optimizer(const Reader& reader, const FileCont
   if (in_file != slots + 1 && !with_rate) {
     if (required)
       problems.push_back(fmt::format("the file holds {} optimizer variable(s); the {} optimizer ({} over {} trainable "
-                                     "weights) has {} (iterations, learning rate, then its slots)",
+                                     "weights) has {} (iterations, learning rate, then {})",
                                      in_file, optimizer->name(), fmt::join(optimizer->keras_slot_order(), " then "),
-                                     layout.trainable.size(), slots + 2));
+                                     layout.trainable.size(), slots + 2, fmt::join(layout.slot_keys, ", ")));
     return std::nullopt;
   }
   OptimizerPlan plan;
@@ -550,11 +549,12 @@ std::optional<OptimizerPlan> plan_optimizer(const Reader& reader, const FileCont
   };
   if (auto iterations = take(Shape{}, DType::i64, false)) plan.state.emplace("iteration", *iterations);
   if (with_rate) plan.learning_rate = take(Shape{}, DType::f64, true);
-  std::map<std::string, Variable> by_name;
-  for (const Variable& var : layout.trainable) by_name.emplace(var.name(), var);
+  // The optimizer's own state for these weights gives each entry's shape and dtype.
+  std::map<std::string, Tensor> expected;
+  for (auto& [key, value] : optimizer->state(layout.trainable)) expected.emplace(key, value);
   for (const std::string& key : layout.slot_keys) {
-    const Variable& var = by_name.at(key.substr(0, key.rfind('/')));
-    if (auto value = take(var.shape(), var.dtype(), true)) plan.state.emplace(key, *value);
+    const Tensor& like = expected.at(key);
+    if (auto value = take(like.shape(), like.dtype(), like.dtype() != DType::i64)) plan.state.emplace(key, *value);
   }
   if (problems.size() != problems_before) return std::nullopt;
   return plan;
@@ -648,7 +648,7 @@ std::string keras_weights_file_image(const Model& model, bool include_optimizer)
     const OptimizerLayout variables = optimizer_layout(model, *optimizer);
     std::map<std::string, Tensor> state;
     for (auto& [key, value] : optimizer->state(variables.trainable)) state.emplace(key, value);
-    const std::int64_t iterations = optimizer->iterations();
+    const std::int64_t iterations = state.at("iteration").item<std::int64_t>();
     check(iterations <= std::numeric_limits<std::int32_t>::max(),
           "{}: the optimizer took {} steps; Keras counts them in an int32", context, iterations);
     std::vector<Tensor> values{Tensor::from_vector(std::vector<std::int64_t>{iterations}, Shape{})};

@@ -1,7 +1,7 @@
-// Keras configs of the built-in layer classes, initializers, activations and dtype policies, both ways, and
-// the registry of users' layer classes (keras/src/saving/serialization_lib.py; each layer's get_config).
+// Keras configs of the built-in layer classes, initializers, regularizers, constraints, activations and dtype
+// policies, both ways, and the registry of users' layer classes (keras/src/saving/serialization_lib.py; each
+// layer's get_config).
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -62,8 +62,10 @@ namespace loom::models {
 namespace detail {
 
 namespace L = loom::layers;
+using L::Constraint;
 using L::Initializer;
 using L::Layer;
+using L::Regularizer;
 
 namespace {
 
@@ -199,6 +201,122 @@ Initializer read_initializer(Reader& r, std::string_view key, const char* fallba
   return v ? initializer_from_config(*v, r.what(key)) : Initializer(fallback);
 }
 
+// ---- regularizers and constraints ----
+
+/// A serialized regularizer ({"module": "keras.regularizers", "class_name": "L2", "config": {"l2": 0.01}}) or
+/// a name keras.regularizers.get knows.
+Regularizer regularizer_from_config(const json& value, const std::string& what) {
+  try {
+    if (value.is_string()) return Regularizer(value.get<std::string>());
+    expect_object(value, what);
+    const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
+    const json empty = json::object();
+    Reader r(value.contains("config") && !value["config"].is_null() ? member(value, "config", what) : empty,
+             what + " config");
+    Regularizer out;
+    if (class_name == "L1") {
+      out = L::regularizers::l1(r.number("l1", 0.01));
+    } else if (class_name == "L2") {
+      out = L::regularizers::l2(r.number("l2", 0.01));
+    } else if (class_name == "L1L2") {
+      const double l1 = r.number("l1", 0.0), l2 = r.number("l2", 0.0);
+      out = L::regularizers::l1_l2(l1, l2);
+    } else if (class_name == "OrthogonalRegularizer") {
+      const double factor = r.number("factor", 0.01);
+      out = L::regularizers::orthogonal_regularizer(factor, r.string("mode", "rows"));
+    } else {
+      throw Error(fmt::format("loom has no regularizer class '{}'; it supports L1, L2, L1L2, OrthogonalRegularizer",
+                              class_name));
+    }
+    r.finish();
+    return out;
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).starts_with(what)) throw;
+    throw Error(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+/// Keras's serialize_keras_object(regularizer); null for none. A callable has no Keras form.
+json regularizer_to_config(const Regularizer& regularizer, const std::string& what) {
+  if (!regularizer) return nullptr;
+  check(regularizer.arguments().has_value(), "{}: a callable regularizer cannot be saved in a .keras archive; use "
+        "one of loom's regularizers (layers/regularizers/regularizers.hpp)", what);
+  json config = json::object();
+  for (const auto& [key, value] : regularizer.arguments()->numbers) config[key] = value;
+  if (!regularizer.arguments()->mode.empty()) config["mode"] = regularizer.arguments()->mode;
+  return {{"module", "keras.regularizers"}, {"class_name", regularizer.class_name()}, {"config", config},
+          {"registered_name", nullptr}};
+}
+
+Regularizer read_regularizer(Reader& r, std::string_view key) {
+  const json* v = r.find(key);
+  return v ? regularizer_from_config(*v, r.what(key)) : Regularizer();
+}
+
+/// A constraint's axis: an int, a list of them, or null (all axes: Keras's None); `fallback` when missing.
+Axes constraint_axis(const json& config, Reader& r, std::int64_t fallback) {
+  const bool present = config.contains("axis");
+  const json* v = r.find("axis");
+  if (!v) return present ? Axes{} : Axes(fallback);
+  return Axes(r.int_or_ints(*v, "axis"));
+}
+
+/// A serialized constraint ({"module": "keras.constraints", "class_name": "MaxNorm", "config": {...}}) or a
+/// name keras.constraints.get knows.
+Constraint constraint_from_config(const json& value, const std::string& what) {
+  try {
+    if (value.is_string()) return Constraint(value.get<std::string>());
+    expect_object(value, what);
+    const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
+    const json empty = json::object();
+    const json& config =
+        value.contains("config") && !value["config"].is_null() ? member(value, "config", what) : empty;
+    Reader r(config, what + " config");
+    Constraint out;
+    if (class_name == "MaxNorm") {
+      const double max_value = r.number("max_value", 2.0);
+      out = L::constraints::max_norm(max_value, constraint_axis(config, r, 0));
+    } else if (class_name == "MinMaxNorm") {
+      const double min_value = r.number("min_value", 0.0), max_value = r.number("max_value", 1.0);
+      const double rate = r.number("rate", 1.0);
+      out = L::constraints::min_max_norm(min_value, max_value, rate, constraint_axis(config, r, 0));
+    } else if (class_name == "NonNeg") {
+      out = L::constraints::non_neg();
+    } else if (class_name == "UnitNorm") {
+      out = L::constraints::unit_norm(constraint_axis(config, r, 0));
+    } else {
+      throw Error(fmt::format("loom has no constraint class '{}'; it supports MaxNorm, MinMaxNorm, NonNeg, UnitNorm",
+                              class_name));
+    }
+    r.finish();
+    return out;
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).starts_with(what)) throw;
+    throw Error(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
+/// Keras's serialize_keras_object(constraint); null for none. A callable has no Keras form.
+json constraint_to_config(const Constraint& constraint, const std::string& what) {
+  if (!constraint) return nullptr;
+  check(constraint.arguments().has_value(), "{}: a callable constraint cannot be saved in a .keras archive; use one "
+        "of loom's constraints (layers/constraints/constraints.hpp)", what);
+  json config = json::object();
+  for (const auto& [key, value] : constraint.arguments()->numbers) config[key] = value;
+  if (const auto& axis = constraint.arguments()->axis) {
+    if (axis->empty()) config["axis"] = nullptr;
+    else if (axis->size() == 1) config["axis"] = (*axis)[0];
+    else config["axis"] = std::vector<std::int64_t>(axis->begin(), axis->end());
+  }
+  return {{"module", "keras.constraints"}, {"class_name", constraint.class_name()}, {"config", config},
+          {"registered_name", nullptr}};
+}
+
+Constraint read_constraint(Reader& r, std::string_view key) {
+  const json* v = r.find(key);
+  return v ? constraint_from_config(*v, r.what(key)) : Constraint();
+}
+
 /// An activation by name; "" when null or missing.
 std::string read_activation(Reader& r, std::string_view key) {
   const json* v = r.find(key);
@@ -259,14 +377,24 @@ std::string activation_json(const L::activations::Activation& activation, const 
   return activation.name().empty() ? "linear" : activation.name();
 }
 
-/// The keys of Dense and EinsumDense that loom has no counterpart for: null in every archive loom reads.
-constexpr std::array<std::string_view, 6> kKernelBiasExtras = {"kernel_regularizer", "bias_regularizer",
-                                                              "activity_regularizer", "kernel_constraint",
-                                                              "bias_constraint", "quantization_config"};
+/// Reads the regularizers and constraints of a layer with a kernel and a bias into its options
+/// (activity_regularizer is every layer's: deserialize_layer reads it).
+template <class Options>
+void read_kernel_bias_extras(Reader& r, Options& o) {
+  o.kernel_regularizer = read_regularizer(r, "kernel_regularizer");
+  o.bias_regularizer = read_regularizer(r, "bias_regularizer");
+  o.kernel_constraint = read_constraint(r, "kernel_constraint");
+  o.bias_constraint = read_constraint(r, "bias_constraint");
+  r.unsupported({"quantization_config"});
+}
 
-void kernel_bias_extras_unsupported(Reader& r) {
-  r.unsupported({kKernelBiasExtras[0], kKernelBiasExtras[1], kKernelBiasExtras[2], kKernelBiasExtras[3],
-                 kKernelBiasExtras[4], kKernelBiasExtras[5]});
+/// Writes them, in Keras's order.
+template <class Options>
+void write_kernel_bias_extras(const Options& o, json& c, const std::string& what) {
+  c["kernel_regularizer"] = regularizer_to_config(o.kernel_regularizer, what);
+  c["bias_regularizer"] = regularizer_to_config(o.bias_regularizer, what);
+  c["kernel_constraint"] = constraint_to_config(o.kernel_constraint, what);
+  c["bias_constraint"] = constraint_to_config(o.bias_constraint, what);
 }
 
 template <class T>
@@ -291,10 +419,8 @@ std::vector<std::int64_t> read_sizes(Reader& r, std::string_view key, std::vecto
 }
 
 /// Keras's keys of every convolution layer that loom has no counterpart for.
-void conv_extras_unsupported(Reader& r, std::string_view kernel) {
-  const std::string regularizer = std::string(kernel) + "_regularizer", constraint = std::string(kernel) + "_constraint";
-  r.unsupported({regularizer, "bias_regularizer", "activity_regularizer", constraint, "bias_constraint", "lora_rank",
-                 "dora_rank", "quantization_config"});
+void conv_extras_unsupported(Reader& r) {
+  r.unsupported({"lora_rank", "dora_rank", "quantization_config"});
   r.ignore({"lora_alpha", "dora_alpha"});  // used only with lora_rank / dora_rank
 }
 
@@ -306,7 +432,7 @@ std::vector<std::int64_t> read_kernel_size(Reader& r) {
 }
 
 /// The options every convolution layer's config holds, into any of their options structs; `kernel` names the
-/// kernel's keys ("kernel", "depthwise") for the ones loom refuses.
+/// kernel's keys ("kernel", "depthwise").
 template <class Options>
 void read_conv_options(Reader& r, Options& o, const std::string& name, std::string_view kernel) {
   o.strides = read_sizes(r, "strides", {1});
@@ -316,13 +442,28 @@ void read_conv_options(Reader& r, Options& o, const std::string& name, std::stri
   o.activation = read_activation(r, "activation");
   o.use_bias = r.boolean("use_bias", true);
   o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
-  conv_extras_unsupported(r, kernel);
+  const std::string kernel_key(kernel);
+  Regularizer kernel_regularizer = read_regularizer(r, kernel_key + "_regularizer");
+  Constraint kernel_constraint = read_constraint(r, kernel_key + "_constraint");
+  if constexpr (requires { o.depthwise_regularizer; }) {
+    o.depthwise_regularizer = std::move(kernel_regularizer);
+    o.depthwise_constraint = std::move(kernel_constraint);
+  } else {
+    o.kernel_regularizer = std::move(kernel_regularizer);
+    o.kernel_constraint = std::move(kernel_constraint);
+  }
+  o.bias_regularizer = read_regularizer(r, "bias_regularizer");
+  o.bias_constraint = read_constraint(r, "bias_constraint");
+  conv_extras_unsupported(r);
   o.name = name;
 }
 
-/// The keys every convolution layer writes, from its standardized options.
+/// The keys every convolution layer writes, from its standardized options; the regularizers and constraints
+/// (null for none) in Keras's order.
 void conv_common_config(const L::BaseConv& conv, json& c, const L::activations::Activation& activation,
-                        bool use_bias, std::string_view kernel) {
+                        bool use_bias, std::string_view kernel, const Regularizer& kernel_regularizer,
+                        const Regularizer& bias_regularizer, const Constraint& kernel_constraint,
+                        const Constraint& bias_constraint, const std::string& what) {
   c["kernel_size"] = conv.kernel_size();
   c["strides"] = conv.strides();
   c["padding"] = conv.padding();
@@ -330,9 +471,11 @@ void conv_common_config(const L::BaseConv& conv, json& c, const L::activations::
   c["dilation_rate"] = conv.dilation_rate();
   c["activation"] = activation_json(activation, conv);
   c["use_bias"] = use_bias;
-  for (const std::string& key : {std::string(kernel) + "_regularizer", std::string("bias_regularizer"),
-                                std::string(kernel) + "_constraint", std::string("bias_constraint")})
-    c[key] = nullptr;
+  c[std::string(kernel) + "_regularizer"] = regularizer_to_config(kernel_regularizer, what);
+  c["bias_regularizer"] = regularizer_to_config(bias_regularizer, what);
+  c["activity_regularizer"] = regularizer_to_config(conv.activity_regularizer(), what);
+  c[std::string(kernel) + "_constraint"] = constraint_to_config(kernel_constraint, what);
+  c["bias_constraint"] = constraint_to_config(bias_constraint, what);
 }
 
 /// Conv1D and Conv2D, which share their options.
@@ -352,10 +495,11 @@ BuiltinClass conv_class(const char* class_name) {
             const auto& conv = as<ConvLayer>(layer);
             c["filters"] = conv.filters();
             c["groups"] = conv.options().groups;
-            conv_common_config(conv, c, conv.options().activation, conv.options().use_bias, "kernel");
-            c["kernel_initializer"] = initializer_to_config(conv.options().kernel_initializer, what);
-            c["bias_initializer"] = initializer_to_config(conv.options().bias_initializer, what);
-            c["activity_regularizer"] = nullptr;
+            const auto& o = conv.options();
+            conv_common_config(conv, c, o.activation, o.use_bias, "kernel", o.kernel_regularizer, o.bias_regularizer,
+                               o.kernel_constraint, o.bias_constraint, what);
+            c["kernel_initializer"] = initializer_to_config(o.kernel_initializer, what);
+            c["bias_initializer"] = initializer_to_config(o.bias_initializer, what);
           }};
 }
 
@@ -428,7 +572,7 @@ std::vector<BuiltinClass> make_builtin_classes() {
                    o.use_bias = r.boolean("use_bias", true);
                    o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
                    o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
-                   kernel_bias_extras_unsupported(r);
+                   read_kernel_bias_extras(r, o);
                    r.unsupported({"lora_rank"});
                    r.ignore({"lora_alpha"});  // used only with lora_rank
                    o.name = name;
@@ -441,8 +585,8 @@ std::vector<BuiltinClass> make_builtin_classes() {
                    c["use_bias"] = d.options().use_bias;
                    c["kernel_initializer"] = initializer_to_config(d.options().kernel_initializer, what);
                    c["bias_initializer"] = initializer_to_config(d.options().bias_initializer, what);
-                   for (auto key : kKernelBiasExtras)
-                     if (key != "activity_regularizer") c[std::string(key)] = nullptr;
+                   write_kernel_bias_extras(d.options(), c, what);
+                   c["quantization_config"] = nullptr;
                  }});
   out.push_back({"EinsumDense", typeid(L::EinsumDense), CallStyle::single,
                  [](Reader& r, const std::string& name) {
@@ -457,7 +601,7 @@ std::vector<BuiltinClass> make_builtin_classes() {
                    o.bias_axes = r.optional_string("bias_axes");
                    o.kernel_initializer = read_initializer(r, "kernel_initializer", "glorot_uniform");
                    o.bias_initializer = read_initializer(r, "bias_initializer", "zeros");
-                   kernel_bias_extras_unsupported(r);
+                   read_kernel_bias_extras(r, o);
                    r.unsupported({"lora_rank"});
                    r.ignore({"lora_alpha"});
                    o.name = name;
@@ -471,16 +615,22 @@ std::vector<BuiltinClass> make_builtin_classes() {
                    c["bias_axes"] = d.options().bias_axes ? json(*d.options().bias_axes) : json(nullptr);
                    c["kernel_initializer"] = initializer_to_config(d.options().kernel_initializer, what);
                    c["bias_initializer"] = initializer_to_config(d.options().bias_initializer, what);
-                   for (auto key : kKernelBiasExtras) c[std::string(key)] = nullptr;
+                   c["kernel_regularizer"] = regularizer_to_config(d.options().kernel_regularizer, what);
+                   c["bias_regularizer"] = regularizer_to_config(d.options().bias_regularizer, what);
+                   c["activity_regularizer"] = regularizer_to_config(d.activity_regularizer(), what);
+                   c["kernel_constraint"] = constraint_to_config(d.options().kernel_constraint, what);
+                   c["bias_constraint"] = constraint_to_config(d.options().bias_constraint, what);
+                   c["quantization_config"] = nullptr;
                  }});
   out.push_back({"Embedding", typeid(L::Embedding), CallStyle::single,
                  [](Reader& r, const std::string& name) {
                    const std::int64_t input_dim = r.integer("input_dim"), output_dim = r.integer("output_dim");
                    L::EmbeddingOptions o;
                    o.embeddings_initializer = read_initializer(r, "embeddings_initializer", "uniform");
+                   o.embeddings_regularizer = read_regularizer(r, "embeddings_regularizer");
+                   o.embeddings_constraint = read_constraint(r, "embeddings_constraint");
                    o.mask_zero = r.boolean("mask_zero", false);
-                   r.unsupported({"embeddings_regularizer", "activity_regularizer", "embeddings_constraint",
-                                  "quantization_config"});
+                   r.unsupported({"quantization_config"});
                    r.unsupported({"lora_rank"});
                    r.ignore({"lora_alpha"});
                    o.name = name;
@@ -491,9 +641,9 @@ std::vector<BuiltinClass> make_builtin_classes() {
                    c["input_dim"] = e.input_dim();
                    c["output_dim"] = e.output_dim();
                    c["embeddings_initializer"] = initializer_to_config(e.options().embeddings_initializer, what);
-                   c["embeddings_regularizer"] = nullptr;
-                   c["activity_regularizer"] = nullptr;
-                   c["embeddings_constraint"] = nullptr;
+                   c["embeddings_regularizer"] = regularizer_to_config(e.options().embeddings_regularizer, what);
+                   c["activity_regularizer"] = regularizer_to_config(e.activity_regularizer(), what);
+                   c["embeddings_constraint"] = constraint_to_config(e.options().embeddings_constraint, what);
                    c["mask_zero"] = e.options().mask_zero;
                    c["quantization_config"] = nullptr;
                  }});
@@ -790,10 +940,11 @@ std::vector<BuiltinClass> make_builtin_classes() {
                  [](const Layer& layer, json& c, const std::string& what) {
                    const auto& conv = as<L::DepthwiseConv2D>(layer);
                    c["depth_multiplier"] = conv.options().depth_multiplier;
-                   conv_common_config(conv, c, conv.options().activation, conv.options().use_bias, "depthwise");
-                   c["depthwise_initializer"] = initializer_to_config(conv.options().depthwise_initializer, what);
-                   c["bias_initializer"] = initializer_to_config(conv.options().bias_initializer, what);
-                   c["activity_regularizer"] = nullptr;
+                   const auto& o = conv.options();
+                   conv_common_config(conv, c, o.activation, o.use_bias, "depthwise", o.depthwise_regularizer,
+                                      o.bias_regularizer, o.depthwise_constraint, o.bias_constraint, what);
+                   c["depthwise_initializer"] = initializer_to_config(o.depthwise_initializer, what);
+                   c["bias_initializer"] = initializer_to_config(o.bias_initializer, what);
                  }});
   out.push_back({"Conv2DTranspose", typeid(L::Conv2DTranspose), CallStyle::single,
                  [](Reader& r, const std::string& name) {
@@ -808,11 +959,12 @@ std::vector<BuiltinClass> make_builtin_classes() {
                  [](const Layer& layer, json& c, const std::string& what) {
                    const auto& conv = as<L::Conv2DTranspose>(layer);
                    c["filters"] = conv.filters();
-                   conv_common_config(conv, c, conv.options().activation, conv.options().use_bias, "kernel");
+                   const auto& o = conv.options();
+                   conv_common_config(conv, c, o.activation, o.use_bias, "kernel", o.kernel_regularizer,
+                                      o.bias_regularizer, o.kernel_constraint, o.bias_constraint, what);
                    c["output_padding"] = conv.output_padding() ? json(*conv.output_padding()) : json(nullptr);
-                   c["kernel_initializer"] = initializer_to_config(conv.options().kernel_initializer, what);
-                   c["bias_initializer"] = initializer_to_config(conv.options().bias_initializer, what);
-                   c["activity_regularizer"] = nullptr;
+                   c["kernel_initializer"] = initializer_to_config(o.kernel_initializer, what);
+                   c["bias_initializer"] = initializer_to_config(o.bias_initializer, what);
                  }});
   out.push_back(global_pooling_class<L::GlobalAveragePooling1D, L::GlobalAveragePooling1DOptions>(
       "GlobalAveragePooling1D", CallStyle::masked));
@@ -999,6 +1151,9 @@ json serialize_layer(const Layer& layer, const std::optional<Shape>& build_input
             {"registered_name", nullptr}};
   }
   json config = {{"name", layer.name()}, {"trainable", layer.trainable()}, {"dtype", dtype_policy(layer.dtype())}};
+  // Keras's Layer.get_config: every layer's activity_regularizer, when it has one.
+  if (layer.activity_regularizer())
+    config["activity_regularizer"] = regularizer_to_config(layer.activity_regularizer(), what);
   json entry;
   if (const BuiltinClass* c = builtin_by_type(layer)) {
     c->to_config(layer, config, what);
@@ -1070,6 +1225,9 @@ std::shared_ptr<Layer> deserialize_layer(const json& entry, const LoadContext& c
     check(layer->name() == name, "{}: from_config made a layer named '{}', but the config names it '{}': give the "
           "layer config.get_string(\"name\") as its name", what, layer->name(), name);
     if (has_value(config, "trainable")) trainable = as_bool(config["trainable"], what + ": 'trainable'");
+    if (has_value(config, "activity_regularizer") && !layer->activity_regularizer())
+      layer->set_activity_regularizer(
+          regularizer_from_config(config["activity_regularizer"], what + ": 'activity_regularizer'"));
   } else {
     if (!builtin) {
       std::vector<std::string> known = builtin_layer_classes();
@@ -1084,8 +1242,16 @@ std::shared_ptr<Layer> deserialize_layer(const json& entry, const LoadContext& c
     r.find("name");
     trainable = r.boolean("trainable", true);
     dtype_policy_from(r.find("dtype"), r.what("dtype"));
+    // Keras's Layer takes activity_regularizer as a keyword argument of every class; loom applies it in the
+    // single-tensor call, so the classes called with several tensors refuse it.
+    Regularizer activity;
+    if (builtin->style == CallStyle::single || builtin->style == CallStyle::masked)
+      activity = read_regularizer(r, "activity_regularizer");
+    else
+      r.unsupported({"activity_regularizer"});
     layer = builtin->from_config(r, name);
     r.finish();
+    if (activity) layer->set_activity_regularizer(std::move(activity));
   }
   if (!trainable) layer->set_trainable(false);
   return layer;

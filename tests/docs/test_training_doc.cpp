@@ -73,8 +73,12 @@ TEST_CASE("training doc section Optimizers: AdamW with a warm-up cosine schedule
                                                          .warmup_target = 1e-3, .warmup_steps = 100}),
                     .weight_decay = 0.01, .global_clipnorm = 1.0});
   opt.apply_gradients(tape.gradient(loss, model.trainable_weights()), model.trainable_weights());
-  auto sgd = optim::get("sgd");   // "adam", "adamw", "rmsprop", "sgd", any case, Keras defaults
+  auto sgd = optim::get("sgd");   // "adam", "adamw", "rmsprop", "sgd", "adagrad", "adamax", "adadelta", "lion",
+                                  // "nadam", "adafactor"; any case, Keras defaults
+  optim::Nadam averaged({.learning_rate = 1e-3, .use_ema = true, .ema_overwrite_frequency = 100,
+                         .gradient_accumulation_steps = 4});
   // end doc
+  CHECK(averaged.shared_options().gradient_accumulation_steps == 4);
   CHECK(opt.iterations() == 1);
   CHECK(opt.learning_rate() == Approx(1e-5));  // one step into the 100-step warm-up to 1e-3
   CHECK(sgd->name() == "sgd");
@@ -159,4 +163,22 @@ TEST_CASE("training doc section safetensors: save, load, read", "[docs]") {
   CHECK(tensors[0].first == "dense/kernel");
   CHECK(tensors[0].second.to_vector<float>() == w.to_vector<float>());
   CHECK(file.metadata.at("format") == "pt");
+}
+
+TEST_CASE("training doc section Regularizers and constraints: a regularized Sequential", "[docs]") {
+  L::reset_layer_names();
+  // doc
+  auto model = L::Sequential({L::Input({16}),
+                              L::Dense(64, {.activation = "relu", .kernel_regularizer = "l2",
+                                            .activity_regularizer = L::regularizers::l1(1e-4),
+                                            .kernel_constraint = L::constraints::max_norm(3.0)}),
+                              L::Dense(1)});
+  // end doc
+  model.compile({.optimizer = optim::SGD({.learning_rate = 0.1}), .loss = "mse"});
+  const Tensor x = Tensor::randn({8, 16}, DType::f32, 1), y = Tensor::randn({8, 1}, DType::f32, 2);
+  model.fit(x, y, {.batch_size = 8, .epochs = 1, .verbose = 0});
+  REQUIRE(model.losses().size() == 2);  // the activity penalty of that step's call, the kernel's L2
+  const Tensor kernel = model.layers().front()->weights().front();
+  const Tensor norms = ops::sqrt(ops::sum(ops::square(kernel), {0}));
+  CHECK(ops::max(norms).item<double>() <= 3.0);
 }

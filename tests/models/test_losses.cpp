@@ -371,16 +371,16 @@ TEST_CASE("compile reaches the other losses by Keras name, alias and class name"
 TEST_CASE("the loss classes with options compile, and a fit step lowers the loss", "[losses][model]") {
   const Tensor x = Tensor::randn({16, 3}, DType::f64, 40);
   const Tensor y = ops::matmul(x, f64({1.0, -2.0, 0.5, 0.3, 0.2, -1.0}, {3, 2})) * 3.0;
-  for (const layers::LossArg& loss : {layers::LossArg("huber"), layers::LossArg(losses::Huber{.delta = 2.0}),
-                                      layers::LossArg("log_cosh"), layers::LossArg(losses::CosineSimilarity{.axis = -1})}) {
+  for (const layers::LossArg& loss : {layers::LossArg("huber"), layers::LossArg(losses::Huber({.delta = 2.0})),
+                                      layers::LossArg("log_cosh"), layers::LossArg(losses::CosineSimilarity({.axis = -1}))}) {
     auto model = layers::Sequential({layers::Input({3}, {.dtype = DType::f64}), layers::Dense(2)});
     model.compile({.optimizer = "sgd", .loss = loss});
     const double before = model.evaluate(x, y, {.verbose = 0}).at("loss");
     model.fit(x, y, {.batch_size = 16, .epochs = 1, .verbose = 0});
     CHECK(model.evaluate(x, y, {.verbose = 0}).at("loss") < before);
   }
-  // the class form computes the function with its options
+  // the class form computes the function with its options, reduced over the batch
   const Tensor t = f64({0, 0}, {1, 2}), p = f64({1.5, -3}, {1, 2});
-  CHECK(values(losses::Huber{.delta = 2.0}(t, p)) == values(losses::huber(t, p, {.delta = 2.0})));
-  CHECK(values(losses::Huber{}(t, p)) == std::vector<double>{(1.5 - 0.5 + 3.0 - 0.5) / 2});
+  CHECK(values(losses::Huber({.delta = 2.0}).call(t, p)) == values(losses::huber(t, p, {.delta = 2.0})));
+  CHECK(values(losses::Huber()(t, p)) == std::vector<double>{(1.5 - 0.5 + 3.0 - 0.5) / 2});
 }
