@@ -142,7 +142,8 @@ TEST_CASE("every optimizer option round-trips through a .keras archive and train
     model->save(path);
     auto restored = models::load_model(path);
     const optim::Optimizer& loaded = *restored->optimizer();
-    CHECK(typeid(loaded) == typeid(*optimizer));
+    const optim::Optimizer& original = *optimizer;
+    CHECK(typeid(loaded) == typeid(original));
     CHECK(loaded.name() == optimizer->name());
     // The whole Keras get_config is written, and read back to the same config (a constant learning rate comes
     // back from the weights file's float32 variable, as in Keras).
