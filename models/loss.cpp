@@ -24,21 +24,6 @@ Tensor divide_no_nan(const Tensor& a, const Tensor& b) {
   return ops::where(ops::equal(b, zero), zero, ops::div(a, safe));
 }
 
-/// Keras's apply_mask: the mask folded into the sample weight. For the mean reductions a valid entry weighs
-/// total / valid, so that dividing by the number of values averages over the valid ones.
-Tensor fold_mask(Tensor sample_weight, const Tensor& mask, DType dtype, const std::string& reduction) {
-  if (!mask.defined()) return sample_weight;
-  Tensor float_mask = ops::cast(mask, dtype);
-  if (reduction == "mean" || reduction == "sum_over_batch_size") {
-    const Tensor total = Tensor::scalar(double(mask.numel()), dtype);
-    const Tensor valid = ops::sum(float_mask, {}, false);
-    float_mask = float_mask * divide_no_nan(total, valid);
-  }
-  if (!sample_weight.defined()) return float_mask;
-  auto [m, w] = models::detail::squeeze_or_expand_to_same_rank(float_mask, ops::cast(sample_weight, dtype));
-  return w * m;
-}
-
 /// A rank-1 weight of one entry per sample against values of higher rank weighs each sample's values alike.
 Tensor align_sample_weight(const Tensor& values, Tensor weight) {
   if (weight.ndim() == 1 && values.ndim() > 1 && weight.shape()[0] == values.shape()[0]) {
@@ -56,11 +41,24 @@ void check_reduction(const std::string& reduction, const std::string& owner) {
         "{}: unknown reduction '{}'; expected one of {}", owner, reduction, fmt::join(kReductions, ", "));
 }
 
+Tensor apply_mask(const Tensor& sample_weight, const Tensor& mask, DType dtype, const std::string& reduction) {
+  if (!mask.defined()) return sample_weight;
+  Tensor float_mask = ops::cast(mask, dtype);
+  if (reduction == "mean" || reduction == "sum_over_batch_size") {
+    const Tensor total = Tensor::scalar(double(mask.numel()), dtype);
+    const Tensor valid = ops::sum(float_mask, {}, false);
+    float_mask = float_mask * divide_no_nan(total, valid);
+  }
+  if (!sample_weight.defined()) return float_mask;
+  auto [m, w] = models::detail::squeeze_or_expand_to_same_rank(float_mask, ops::cast(sample_weight, dtype));
+  return w * m;
+}
+
 Tensor reduce_weighted_values(const Tensor& values, const Tensor& sample_weight, const Tensor& mask,
                               const std::string& reduction, const std::string& owner) {
   check_reduction(reduction, owner);
   Tensor weighted = values;
-  Tensor weight = fold_mask(sample_weight, mask, values.dtype(), reduction);
+  Tensor weight = apply_mask(sample_weight, mask, values.dtype(), reduction);
   if (weight.defined()) {
     check(is_floating(weight.dtype()) || weight.dtype() == DType::i64 || weight.dtype() == DType::boolean,
           "{}: sample_weight must be numeric, got {}", owner, weight.dtype());

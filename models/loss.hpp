@@ -33,6 +33,11 @@ using LossConfig = std::vector<std::pair<std::string, ConfigValue>>;
 /// The reductions Keras accepts; a loom::Error naming `owner` and listing them otherwise.
 void check_reduction(const std::string& reduction, const std::string& owner);
 
+/// Keras's apply_mask: `mask` (undefined: none) folded into `sample_weight` (undefined: none) in `dtype`.
+/// Under "mean" and "sum_over_batch_size" a valid entry weighs total / valid, so that dividing by the number
+/// of values averages over the valid ones; under the other reductions the mask is 0 / 1.
+Tensor apply_mask(const Tensor& sample_weight, const Tensor& mask, DType dtype, const std::string& reduction);
+
 /// Keras's reduce_weighted_values (see the header comment). `sample_weight` and `mask` may be undefined;
 /// `owner` names the loss in errors (a weight that does not broadcast against the values).
 Tensor reduce_weighted_values(const Tensor& values, const Tensor& sample_weight, const Tensor& mask,

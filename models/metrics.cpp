@@ -53,15 +53,6 @@ std::pair<double, double> samplewise_sum(const Tensor& given, Tensor weight, boo
   return {sum, count};
 }
 
-/// Keras's apply_mask with reduction "sum": the weights times y_pred's mask (when it has one).
-Tensor masked_weight(const Tensor& sample_weight, const Tensor& mask) {
-  if (!mask.defined()) return sample_weight;
-  const Tensor float_mask = ops::cast(mask, DType::f64);
-  if (!sample_weight.defined()) return float_mask;
-  auto [m, w] = models::detail::squeeze_or_expand_to_same_rank(float_mask, ops::cast(sample_weight, DType::f64));
-  return w * m;
-}
-
 /// y_pred must be a float tensor of rank >= 1 (the accuracies compare its argmax or threshold).
 void check_prediction(const Tensor& y_true, const Tensor& y_pred, std::string_view fn) {
   check(y_true.defined() && y_pred.defined(), "{}: y_true or y_pred is undefined", fn);
@@ -179,8 +170,8 @@ void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred,
     // The function names itself; the metric's name tells which compiled metric it was ("accuracy", "mae").
     throw Error(fmt::format("metric '{}': {}", name(), e.what()));
   }
-  const auto [sum, count] =
-      samplewise_sum(values, masked_weight(sample_weight, y_pred.keras_mask()), true, fmt::format("metric '{}'", name()));
+  const Tensor weight = losses::apply_mask(sample_weight, y_pred.keras_mask(), DType::f64, "sum");
+  const auto [sum, count] = samplewise_sum(values, weight, true, fmt::format("metric '{}'", name()));
   accumulate(sum, count);
 }
 

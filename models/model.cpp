@@ -455,11 +455,7 @@ void Model::update_metrics(const Batch& batch, const std::vector<Tensor>& y_pred
   NoGradGuard no_grad;
   for (std::size_t m = 0; m < metrics_.size(); ++m) {
     const std::size_t i = metric_outputs_[m];
-    const Tensor weight = metric_weighted_[m] ? batch.weight_of(i) : Tensor();
-    if (weight.defined())
-      metrics_[m]->update_state(batch.y[i], y_pred[i], weight);
-    else
-      metrics_[m]->update_state(batch.y[i], y_pred[i]);
+    metrics_[m]->update_state(batch.y[i], y_pred[i], metric_weighted_[m] ? batch.weight_of(i) : Tensor());
   }
 }
 
