@@ -152,8 +152,8 @@ Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_p
 
 // ---- stateful metrics ----------------------------------------------------------------------------------------
 
-MeanMetricWrapper::MeanMetricWrapper(MetricFunction fn, std::string name)
-    : Metric(std::move(name)), fn_(std::move(fn)) {
+MeanMetricWrapper::MeanMetricWrapper(MetricFunction fn, std::string name, std::string direction)
+    : Metric(std::move(name)), fn_(std::move(fn)), direction_(std::move(direction)) {
   check(static_cast<bool>(fn_), "MeanMetricWrapper '{}': the metric function is empty", this->name());
 }
 
@@ -175,21 +175,23 @@ void MeanMetricWrapper::update_state(const Tensor& y_true, const Tensor& y_pred,
   accumulate(sum, count);
 }
 
-MeanSquaredError::MeanSquaredError(std::string name) : MeanMetricWrapper(losses::mean_squared_error, std::move(name)) {}
+MeanSquaredError::MeanSquaredError(std::string name)
+    : MeanMetricWrapper(losses::mean_squared_error, std::move(name), "down") {}
 
 MeanAbsoluteError::MeanAbsoluteError(std::string name)
-    : MeanMetricWrapper(losses::mean_absolute_error, std::move(name)) {}
+    : MeanMetricWrapper(losses::mean_absolute_error, std::move(name), "down") {}
 
 BinaryAccuracy::BinaryAccuracy(BinaryAccuracyOptions options)
     : MeanMetricWrapper([threshold = options.threshold](
                             const Tensor& t, const Tensor& p) { return binary_accuracy(t, p, threshold); },
-                        std::move(options.name)),
+                        std::move(options.name), "up"),
       threshold_(options.threshold) {}
 
-CategoricalAccuracy::CategoricalAccuracy(std::string name) : MeanMetricWrapper(categorical_accuracy, std::move(name)) {}
+CategoricalAccuracy::CategoricalAccuracy(std::string name)
+    : MeanMetricWrapper(categorical_accuracy, std::move(name), "up") {}
 
 SparseCategoricalAccuracy::SparseCategoricalAccuracy(std::string name)
-    : MeanMetricWrapper(sparse_categorical_accuracy, std::move(name)) {}
+    : MeanMetricWrapper(sparse_categorical_accuracy, std::move(name), "up") {}
 
 RootMeanSquaredError::RootMeanSquaredError(std::string name)
     : MeanMetricWrapper(
@@ -203,14 +205,20 @@ RootMeanSquaredError::RootMeanSquaredError(std::string name)
                   y_true.shape(), y_pred.shape());
             return ops::square(p - ops::cast(t, p.dtype()));
           },
-          std::move(name)) {}
+          std::move(name), "down") {}
+
+void RootMeanSquaredError::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  // Keras's RootMeanSquaredError is a Mean of the squared errors: y_pred's mask does not weigh them.
+  MeanMetricWrapper::update_state(y_true, y_pred.defined() ? y_pred.with_keras_mask(Tensor()) : y_pred,
+                                  sample_weight);
+}
 
 double RootMeanSquaredError::result() const { return std::sqrt(MeanMetricWrapper::result()); }
 
 TopKCategoricalAccuracy::TopKCategoricalAccuracy(TopKCategoricalAccuracyOptions options)
     : MeanMetricWrapper(
           [k = options.k](const Tensor& t, const Tensor& p) { return top_k_categorical_accuracy(t, p, k); },
-          std::move(options.name)),
+          std::move(options.name), "up"),
       k_(options.k) {
   check_k(k_, fmt::format("TopKCategoricalAccuracy '{}'", name()));
 }
@@ -218,7 +226,7 @@ TopKCategoricalAccuracy::TopKCategoricalAccuracy(TopKCategoricalAccuracyOptions 
 SparseTopKCategoricalAccuracy::SparseTopKCategoricalAccuracy(SparseTopKCategoricalAccuracyOptions options)
     : MeanMetricWrapper(
           [k = options.k](const Tensor& t, const Tensor& p) { return sparse_top_k_categorical_accuracy(t, p, k); },
-          std::move(options.name)),
+          std::move(options.name), "up"),
       k_(options.k) {
   check_k(k_, fmt::format("SparseTopKCategoricalAccuracy '{}'", name()));
 }
@@ -250,12 +258,6 @@ void Sum::update_state(const Tensor& values, const Tensor& sample_weight) {
   total_ += samplewise_sum(values, sample_weight, false, fmt::format("Sum '{}'", name_)).first;
 }
 
-void Metric::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
-  if (!sample_weight.defined()) return update_state(y_true, y_pred);
-  throw Error(fmt::format("metric '{}' does not take a sample_weight (override the three-argument update_state)",
-                          name()));
-}
-
 // ---- get -------------------------------------------------------------------------------------------------------
 
 namespace {
@@ -265,26 +267,23 @@ std::shared_ptr<Metric> make(std::string name) {
   return std::make_shared<M>(std::move(name));
 }
 
-std::shared_ptr<Metric> make_binary(std::string name) {
-  return std::make_shared<BinaryAccuracy>(BinaryAccuracyOptions{.name = std::move(name)});
+/// A metric whose options struct carries its name.
+template <class M, class Options>
+std::shared_ptr<Metric> make_with(std::string name) {
+  Options options;
+  options.name = std::move(name);
+  return std::make_shared<M>(std::move(options));
 }
 
-std::shared_ptr<Metric> make_top_k(std::string name) {
-  return std::make_shared<TopKCategoricalAccuracy>(TopKCategoricalAccuracyOptions{.name = std::move(name)});
-}
-
-std::shared_ptr<Metric> make_sparse_top_k(std::string name) {
-  return std::make_shared<SparseTopKCategoricalAccuracy>(
-      SparseTopKCategoricalAccuracyOptions{.name = std::move(name)});
-}
+using Maker = std::shared_ptr<Metric> (*)(std::string name);
 
 struct NamedMetric {
   std::string_view name;
-  std::shared_ptr<Metric> (*make)(std::string name);
+  Maker make;
 };
 
-// Keras's metric strings: the snake_case name, the class name and the mse/mae aliases.
-constexpr std::array<NamedMetric, 20> kMetrics{{
+// Keras's metric strings (ALL_OBJECTS_DICT): each class name, its snake_case name and the mse/mae aliases.
+constexpr std::array<NamedMetric, 42> kMetrics{{
     {"mse", make<MeanSquaredError>},
     {"MSE", make<MeanSquaredError>},
     {"mean_squared_error", make<MeanSquaredError>},
@@ -293,18 +292,59 @@ constexpr std::array<NamedMetric, 20> kMetrics{{
     {"MAE", make<MeanAbsoluteError>},
     {"mean_absolute_error", make<MeanAbsoluteError>},
     {"MeanAbsoluteError", make<MeanAbsoluteError>},
-    {"binary_accuracy", make_binary},
-    {"BinaryAccuracy", make_binary},
+    {"binary_accuracy", make_with<BinaryAccuracy, BinaryAccuracyOptions>},
+    {"BinaryAccuracy", make_with<BinaryAccuracy, BinaryAccuracyOptions>},
     {"categorical_accuracy", make<CategoricalAccuracy>},
     {"CategoricalAccuracy", make<CategoricalAccuracy>},
     {"sparse_categorical_accuracy", make<SparseCategoricalAccuracy>},
     {"SparseCategoricalAccuracy", make<SparseCategoricalAccuracy>},
     {"root_mean_squared_error", make<RootMeanSquaredError>},
     {"RootMeanSquaredError", make<RootMeanSquaredError>},
-    {"top_k_categorical_accuracy", make_top_k},
-    {"TopKCategoricalAccuracy", make_top_k},
-    {"sparse_top_k_categorical_accuracy", make_sparse_top_k},
-    {"SparseTopKCategoricalAccuracy", make_sparse_top_k},
+    {"top_k_categorical_accuracy", make_with<TopKCategoricalAccuracy, TopKCategoricalAccuracyOptions>},
+    {"TopKCategoricalAccuracy", make_with<TopKCategoricalAccuracy, TopKCategoricalAccuracyOptions>},
+    {"sparse_top_k_categorical_accuracy",
+     make_with<SparseTopKCategoricalAccuracy, SparseTopKCategoricalAccuracyOptions>},
+    {"SparseTopKCategoricalAccuracy", make_with<SparseTopKCategoricalAccuracy, SparseTopKCategoricalAccuracyOptions>},
+    {"auc", make_with<AUC, AUCOptions>},
+    {"AUC", make_with<AUC, AUCOptions>},
+    {"precision", make_with<Precision, PrecisionOptions>},
+    {"Precision", make_with<Precision, PrecisionOptions>},
+    {"recall", make_with<Recall, RecallOptions>},
+    {"Recall", make_with<Recall, RecallOptions>},
+    {"true_positives", make_with<TruePositives, TruePositivesOptions>},
+    {"TruePositives", make_with<TruePositives, TruePositivesOptions>},
+    {"false_positives", make_with<FalsePositives, FalsePositivesOptions>},
+    {"FalsePositives", make_with<FalsePositives, FalsePositivesOptions>},
+    {"true_negatives", make_with<TrueNegatives, TrueNegativesOptions>},
+    {"TrueNegatives", make_with<TrueNegatives, TrueNegativesOptions>},
+    {"false_negatives", make_with<FalseNegatives, FalseNegativesOptions>},
+    {"FalseNegatives", make_with<FalseNegatives, FalseNegativesOptions>},
+    {"f1_score", make_with<F1Score, F1ScoreOptions>},
+    {"F1Score", make_with<F1Score, F1ScoreOptions>},
+    {"f_beta_score", make_with<FBetaScore, FBetaScoreOptions>},
+    {"FBetaScore", make_with<FBetaScore, FBetaScoreOptions>},
+    {"binary_io_u", make_with<BinaryIoU, BinaryIoUOptions>},
+    {"BinaryIoU", make_with<BinaryIoU, BinaryIoUOptions>},
+    {"accuracy", nullptr},  // chosen by the shapes, below
+    {"acc", nullptr},
+}};
+
+struct MetricNeedingArguments {
+  std::string_view snake_case;
+  std::string_view class_name;
+  std::string_view arguments;
+};
+
+// Keras's strings for classes that cannot be built without arguments (Keras fails on them in compile too).
+constexpr std::array<MetricNeedingArguments, 8> kNeedArguments{{
+    {"precision_at_recall", "PrecisionAtRecall", "recall"},
+    {"recall_at_precision", "RecallAtPrecision", "precision"},
+    {"sensitivity_at_specificity", "SensitivityAtSpecificity", "specificity"},
+    {"specificity_at_sensitivity", "SpecificityAtSensitivity", "sensitivity"},
+    {"io_u", "IoU", "num_classes and target_class_ids"},
+    {"mean_io_u", "MeanIoU", "num_classes"},
+    {"one_hot_io_u", "OneHotIoU", "num_classes and target_class_ids"},
+    {"one_hot_mean_io_u", "OneHotMeanIoU", "num_classes"},
 }};
 
 bool is_accuracy(std::string_view name) {
@@ -324,14 +364,18 @@ std::shared_ptr<Metric> get(std::string_view name, const Shape& y_true_shape, co
           given, y_true_shape, y_pred_shape);
     // Keras's rule (compile_utils.is_binary_or_sparse_categorical): one output unit is binary; labels without
     // the class axis, or with it of size 1 against several classes, are sparse; anything else categorical.
-    if (y_pred_shape.back() == 1) return make_binary(given);
+    if (y_pred_shape.back() == 1) return make_with<BinaryAccuracy, BinaryAccuracyOptions>(given);
     if (y_true_shape.size() < y_pred_shape.size() || (y_true_shape.back() == 1 && y_pred_shape.back() > 1))
       return make<SparseCategoricalAccuracy>(given);
     return make<CategoricalAccuracy>(given);
   }
   for (const NamedMetric& m : kMetrics)
-    if (m.name == name) return m.make(given);
-  std::vector<std::string_view> known{"accuracy", "acc"};
+    if (m.name == name && m.make != nullptr) return m.make(given);
+  for (const MetricNeedingArguments& m : kNeedArguments)
+    check(name != m.snake_case && name != m.class_name,
+          "metrics::get: '{}' is Keras's {}, which needs {}: construct metrics::{}(...) and pass the object", given,
+          m.class_name, m.arguments, m.class_name);
+  std::vector<std::string_view> known;
   for (const NamedMetric& m : kMetrics) known.push_back(m.name);
   throw Error(fmt::format("metrics::get: unknown metric '{}'; known: {} ('accuracy' and 'acc', in any case, choose "
                           "by the shapes of y_true and y_pred)",

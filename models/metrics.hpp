@@ -1,7 +1,9 @@
 #pragma once
-// Metrics with Keras's stateful protocol: update_state() accumulates over batches, result() reads the value
-// so far, reset_state() starts over (fit resets them at each epoch). Values accumulate in double, weighted by
-// sample count, so an epoch's result equals the metric over all its samples.
+// Keras's metrics, with its stateful protocol (models/metric.hpp): update_state() accumulates over batches,
+// result() reads the value so far, reset_state() starts over (fit resets them at each epoch). Values
+// accumulate in double, weighted by sample count (and sample_weight), so an epoch's result equals the metric
+// over all its samples. This header gives every metric: the mean-type ones here (accuracies, errors, Mean,
+// Sum), the confusion metrics (Precision, Recall, AUC, ...), the F-scores and the IoU family.
 //
 //   L::metrics::SparseCategoricalAccuracy acc;
 //   acc.update_state(labels, logits);   acc.result();   acc.reset_state();
@@ -13,41 +15,12 @@
 #include <string_view>
 
 #include "framework/tensor/tensor.hpp"
+#include "models/confusion_metrics.hpp"
+#include "models/f_score_metrics.hpp"
+#include "models/iou_metrics.hpp"
+#include "models/metric.hpp"
 
 namespace loom::layers::metrics {
-
-class Metric {
- public:
-  virtual ~Metric() = default;
-  /// The key in fit's logs ("accuracy", "mae", "loss").
-  const std::string& name() const { return name_; }
-  void set_name(std::string name) { name_ = std::move(name); }
-
-  /// Accumulates one batch. Shapes follow the matching loss (loom::losses); a mismatch is a loom::Error
-  /// naming the metric and both shapes.
-  virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
-  /// Keras's update_state(y_true, y_pred, sample_weight): each sample (or timestep) weighs its weight, which
-  /// broadcasts against the metric's per-sample values after the rank rule; an undefined weight is weight 1.
-  /// The base refuses weights (a user's metric overrides this to take them).
-  virtual void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight);
-  /// The value over everything since the last reset (0 before any update, as Keras): total() / count(),
-  /// unless a metric says otherwise (RootMeanSquaredError takes its square root).
-  virtual double result() const { return count_ > 0.0 ? total_ / count_ : 0.0; }
-  void reset_state() { total_ = 0.0; count_ = 0.0; }
-  /// The running mean's state, result() = total() / count(): what data-parallel fit sums over the ranks.
-  double total() const { return total_; }
-  double count() const { return count_; }
-
- protected:
-  explicit Metric(std::string name) : name_(std::move(name)) {}
-  /// Adds `sum` over `count` samples to the running mean.
-  void accumulate(double sum, double count) { total_ += sum; count_ += count; }
-
- private:
-  std::string name_;
-  double total_ = 0.0;
-  double count_ = 0.0;
-};
 
 /// A metric by Keras string, resolved for these shapes of y_true and y_pred: "accuracy"/"acc" (and
 /// "crossentropy"-style auto-selection) picks binary, sparse categorical or categorical accuracy by Keras's
@@ -64,17 +37,20 @@ using MetricFunction = std::function<Tensor(const Tensor& y_true, const Tensor& 
 /// Keras's MeanMetricWrapper: the mean over all samples seen of `fn(y_true, y_pred)`. A sample's value is the
 /// mean of its row (values of shape [N, T] count N samples, each averaged over T), so batches of different
 /// sizes and lengths weigh by their number of samples, as in Keras. Computes without recording on any tape.
+/// `direction` is Keras's: "up", "down" or empty (unknown).
 class MeanMetricWrapper : public Metric {
  public:
-  MeanMetricWrapper(MetricFunction fn, std::string name);
+  MeanMetricWrapper(MetricFunction fn, std::string name, std::string direction = {});
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   /// As Keras: the weights times y_pred's Keras mask (when it has one); each sample's value is the mean of
   /// value * weight over its other axes and counts for the mean of its weights, so the result is the
   /// weighted mean.
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
+  std::string direction() const override { return direction_; }
 
  private:
   MetricFunction fn_;
+  std::string direction_;
 };
 
 class MeanSquaredError : public MeanMetricWrapper {
@@ -123,13 +99,16 @@ class SparseCategoricalAccuracy : public MeanMetricWrapper {
 class RootMeanSquaredError : public MeanMetricWrapper {
  public:
   explicit RootMeanSquaredError(std::string name = "root_mean_squared_error");
+  using MeanMetricWrapper::update_state;
+  /// As Keras's (a Mean of the squared errors): y_pred's Keras mask does not weigh them.
+  void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
   double result() const override;
 };
 
 struct TopKCategoricalAccuracyOptions {
-  std::string name = "top_k_categorical_accuracy";
   /// How many of the highest scores count as a hit; k >= 1.
   std::int64_t k = 5;
+  std::string name = "top_k_categorical_accuracy";
 };
 
 /// One-hot y_true against y_pred of the same shape: is y_true's argmax among y_pred's k highest scores?
@@ -145,9 +124,9 @@ class TopKCategoricalAccuracy : public MeanMetricWrapper {
 };
 
 struct SparseTopKCategoricalAccuracyOptions {
-  std::string name = "sparse_top_k_categorical_accuracy";
   /// How many of the highest scores count as a hit; k >= 1.
   std::int64_t k = 5;
+  std::string name = "sparse_top_k_categorical_accuracy";
 };
 
 /// Class ids y_true (as for SparseCategoricalAccuracy) against scores y_pred: is the id among the k highest

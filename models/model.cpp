@@ -402,6 +402,7 @@ void Model::resolve_compiled(const std::vector<Tensor>& y_true, const std::vecto
       const std::string prefix = outputs == 1 ? std::string() : output_names_[i] + "_";
       for (const auto& spec : specs[i]) {
         auto metric = spec.get() ? spec.get() : metrics::get(spec.name(), y_true[i].shape(), y_pred[i].shape());
+        metric->build(y_true[i].shape(), y_pred[i].shape());  // every rank's state() then has the same length
         std::string key = prefix + metric->name();
         if (taken.count(key) && weighted) key = prefix + "weighted_" + metric->name();
         if (const int repeats = taken[key]++; repeats > 0) key = fmt::format("{}_{}", key, repeats);
@@ -564,20 +565,32 @@ class Model::LossTrackers {
 };
 
 // "loss", each output's "<name>_loss" (several outputs) and the metrics. `global`: over every rank, the
-// trackers' and metrics' running (total, count) summed over the ranks in one reduction.
+// trackers' running (total, count) and every metric's state() summed over the ranks in one reduction; a
+// metric reads its global result() from the summed state, then gets its own state back.
 Logs Model::logs_of(const LossTrackers& trackers, bool global) const {
   std::vector<double> state = trackers.state();
+  std::vector<std::size_t> metric_offsets;
   for (const auto& m : metrics_) {
-    state.push_back(m->total());
-    state.push_back(m->count());
+    metric_offsets.push_back(state.size());
+    const std::vector<double> own = m->state();
+    state.insert(state.end(), own.begin(), own.end());
   }
   if (global) state = distributed::allreduce_sum(std::move(state));
   const auto mean = [&state](std::size_t i) { return state[2 * i + 1] > 0.0 ? state[2 * i] / state[2 * i + 1] : 0.0; };
   Logs logs{{"loss", mean(0)}};
   for (std::size_t i = 1; i < trackers.size(); ++i) logs[output_names_[i - 1] + "_loss"] = mean(i);
-  // Metrics report result(), which for most is total / count; global values need the summed state.
-  for (std::size_t m = 0; m < metrics_.size(); ++m)
-    logs[metric_keys_[m]] = global ? mean(trackers.size() + m) : metrics_[m]->result();
+  for (std::size_t m = 0; m < metrics_.size(); ++m) {
+    if (!global) {
+      logs[metric_keys_[m]] = metrics_[m]->result();
+      continue;
+    }
+    const std::size_t begin = metric_offsets[m];
+    const std::size_t end = m + 1 < metrics_.size() ? metric_offsets[m + 1] : state.size();
+    const std::vector<double> own = metrics_[m]->state();
+    metrics_[m]->set_state(std::vector<double>(state.begin() + std::ptrdiff_t(begin), state.begin() + std::ptrdiff_t(end)));
+    logs[metric_keys_[m]] = metrics_[m]->result();
+    metrics_[m]->set_state(own);
+  }
   return logs;
 }
 

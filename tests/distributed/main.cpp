@@ -141,19 +141,29 @@ double max_relative_difference(const std::vector<double>& a, const std::vector<d
   return worst;
 }
 
+// A mean-type metric and metrics whose state is a vector (counts per threshold, per class): logged over every
+// rank, each must read as one process's over the whole data.
+L::MetricsArg fit_metrics() {
+  namespace M = loom::layers::metrics;
+  return {"mae", M::AUC({.from_logits = true}), M::Precision({.thresholds = {0.3, 0.6}}),
+          M::F1Score({.average = "macro", .threshold = 0.5})};
+}
+
 // 21 samples in global batches of 5 (the last batch has one row, so some ranks idle through that step), split
 // 3/2 on 2 ranks and 2/2/1 on 3, over 3 shuffled epochs. Ranks start from different weights and draw different
 // shuffling seeds; fit must take rank 0's of both and then every step of one process on the whole batch.
 void check_fit_matches_one_process() {
   const int rank = distributed::rank();
   const std::uint64_t shuffle_seed = 900;
-  const Tensor x = Tensor::randn({21, 4}, DType::f64, 1), y = Tensor::randn({21, 2}, DType::f64, 2);
+  const Tensor x = Tensor::randn({21, 4}, DType::f64, 1);
+  const Tensor y = ops::cast(ops::greater(Tensor::randn({21, 2}, DType::f64, 2), Tensor::scalar(0.0, DType::f64)),
+                             DType::f64);  // 0/1 labels, regressed with mse
 
   random::set_seed(100 + std::uint64_t(rank));
   auto model = make_model();
   model.compile({.optimizer = distributed::DistributedOptimizer(optim::Adam({.learning_rate = 0.05})),
                  .loss = "mse",
-                 .metrics = {"mae"}});
+                 .metrics = fit_metrics()});
   const std::vector<Tensor> rank0_initial = [&] {
     std::vector<Variable> copy;
     for (const Variable& var : model.weights()) copy.emplace_back(var.value().clone(), var.name());
@@ -178,7 +188,7 @@ void check_fit_matches_one_process() {
   if (rank != 0) return;
   auto reference = make_model();
   for (std::size_t i = 0; i < rank0_initial.size(); ++i) reference.weights()[i].assign(rank0_initial[i]);
-  reference.compile({.optimizer = optim::Adam({.learning_rate = 0.05}), .loss = "mse", .metrics = {"mae"}});
+  reference.compile({.optimizer = optim::Adam({.learning_rate = 0.05}), .loss = "mse", .metrics = fit_metrics()});
   random::set_seed(shuffle_seed);
   const History expected = reference.fit(x, y, {.batch_size = 5, .epochs = 3, .verbose = 0});
   const L::Logs expected_evaluation = reference.evaluate(x, y, {.batch_size = 4, .verbose = 0});
@@ -187,7 +197,7 @@ void check_fit_matches_one_process() {
   fmt::print("fit on {} ranks: the weights differ from one process's by {:.3g}\n", distributed::world_size(),
              weights_error);
   expect(weights_error <= 1e-12, fmt::format("fit: the weights differ from one process's by {}", weights_error));
-  for (const char* key : {"loss", "mae"}) {
+  for (const char* key : {"loss", "mae", "auc", "precision", "f1_score"}) {
     const double error = max_relative_difference(history.history.at(key), expected.history.at(key));
     expect(error <= 1e-12, fmt::format("fit: the logged {} differs from one process's by {}", key, error));
   }
