@@ -27,7 +27,8 @@ class SharedArg {
   const std::shared_ptr<Base>& get() const { return object_; }
 
  protected:
-  explicit SharedArg(std::shared_ptr<Base> object) : object_(std::move(object)) {}
+  /// An argument given by name, resolved later.
+  explicit SharedArg(std::nullptr_t) {}
 
  private:
   std::shared_ptr<Base> object_;

@@ -387,23 +387,7 @@ L::LossSpec loss_from(const json& value, const std::string& what) {
 // ---- metrics ----
 
 json metric_json(const L::MetricArg& metric, const std::string& what) {
-  if (!metric.get()) return metric.name();
-  const M::Metric& m = *metric.get();
-  std::string class_name;
-  json config = {{"name", m.name()}, {"dtype", "float32"}};
-  if (typeid(m) == typeid(M::MeanSquaredError)) class_name = "MeanSquaredError";
-  else if (typeid(m) == typeid(M::MeanAbsoluteError)) class_name = "MeanAbsoluteError";
-  else if (typeid(m) == typeid(M::CategoricalAccuracy)) class_name = "CategoricalAccuracy";
-  else if (typeid(m) == typeid(M::SparseCategoricalAccuracy)) class_name = "SparseCategoricalAccuracy";
-  else if (typeid(m) == typeid(M::BinaryAccuracy)) {
-    class_name = "BinaryAccuracy";
-    config["threshold"] = static_cast<const M::BinaryAccuracy&>(m).threshold();
-  } else {
-    throw Error(fmt::format("{}: the metric '{}' is not one of the metric classes loom saves (MeanSquaredError, "
-                            "MeanAbsoluteError, BinaryAccuracy, CategoricalAccuracy, SparseCategoricalAccuracy); "
-                            "compile with a Keras metric name", what, m.name()));
-  }
-  return {{"module", "keras.metrics"}, {"class_name", class_name}, {"config", config}, {"registered_name", nullptr}};
+  return metric.get() ? serialize_metric(*metric.get(), what) : json(metric.name());
 }
 
 L::MetricArg metric_from(const json& value, const std::string& what) {
@@ -411,27 +395,7 @@ L::MetricArg metric_from(const json& value, const std::string& what) {
   expect_object(value, what);
   const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
   if (class_name == "function") return L::MetricArg(as_string(member(value, "config", what), what + ": 'config'"));
-  Reader r(member(value, "config", what), what + " (" + class_name + ") config");
-  const std::string dtype = r.string("dtype", "float32");
-  check(dtype == "float32", "{}: loom's metrics accumulate in double and report float32 like Keras; got dtype '{}'",
-        r.context(), dtype);
-  static const std::map<std::string, std::string> default_names = {
-      {"MeanSquaredError", "mean_squared_error"}, {"MeanAbsoluteError", "mean_absolute_error"},
-      {"CategoricalAccuracy", "categorical_accuracy"}, {"SparseCategoricalAccuracy", "sparse_categorical_accuracy"},
-      {"BinaryAccuracy", "binary_accuracy"}};
-  const auto known = default_names.find(class_name);
-  check(known != default_names.end(), "{}: loom has no metric class '{}'; it supports MeanSquaredError, "
-        "MeanAbsoluteError, BinaryAccuracy, CategoricalAccuracy and SparseCategoricalAccuracy, and metric names",
-        what, class_name);
-  const std::string name = r.string("name", known->second);
-  const double threshold = class_name == "BinaryAccuracy" ? r.number("threshold", 0.5) : 0.5;
-  r.finish();
-  if (class_name == "MeanSquaredError") return L::MetricArg(std::make_shared<M::MeanSquaredError>(name));
-  if (class_name == "MeanAbsoluteError") return L::MetricArg(std::make_shared<M::MeanAbsoluteError>(name));
-  if (class_name == "CategoricalAccuracy") return L::MetricArg(std::make_shared<M::CategoricalAccuracy>(name));
-  if (class_name == "SparseCategoricalAccuracy")
-    return L::MetricArg(std::make_shared<M::SparseCategoricalAccuracy>(name));
-  return L::MetricArg(std::make_shared<M::BinaryAccuracy>(M::BinaryAccuracyOptions{name, threshold}));
+  return L::MetricArg(deserialize_metric(value, what));
 }
 
 json metric_list_json(const std::vector<L::MetricArg>& metrics, const std::string& what) {

@@ -4,6 +4,7 @@
 //   layer_config.cpp    every built-in layer class, initializers, activations, dtype policies, the registry
 //   model_config.cpp    Sequential and Functional (layers with inbound_nodes, op nodes, input/output layers)
 //   compile_config.cpp  optimizer, loss, loss_weights, metrics
+//   metric_config.cpp   every metric class loom saves
 #include <map>
 #include <memory>
 #include <optional>
@@ -65,6 +66,14 @@ bool is_model_entry(const json& entry);
 /// An op node of a Functional graph: its Keras module ("keras.src.ops.numpy"), for the class names loom
 /// rebuilds; none otherwise.
 std::optional<std::string> op_module(const std::string& class_name);
+
+// ---- metric objects (metric_config.cpp) ----
+
+/// A Keras metric entry {"module": "keras.metrics", "class_name", "config", "registered_name"}; a loom::Error
+/// naming `what` for a metric of one's own (a class Keras does not have).
+json serialize_metric(const layers::metrics::Metric& metric, const std::string& what);
+/// The metric a Keras metric entry describes; a loom::Error naming `what` for an unknown class or option.
+std::shared_ptr<layers::metrics::Metric> deserialize_metric(const json& entry, const std::string& what);
 
 // ---- compile (compile_config.cpp) ----
 
