@@ -149,68 +149,55 @@ void check_top_k_and_class(const std::optional<std::int64_t>& top_k, const std::
 
 }  // namespace
 
-Precision::Precision(PrecisionOptions options)
-    : Metric(options.name),
-      options_(std::move(options)),
-      thresholds_(parse_thresholds(options_.thresholds, options_.top_k ? kNegInf : 0.5,
-                                   owner_of("Precision", name()))),
+PrecisionRecallBase::PrecisionRecallBase(Other other, const std::vector<double>& thresholds,
+                                         std::optional<std::int64_t> top_k, std::optional<std::int64_t> class_id,
+                                         std::string name, const char* class_name)
+    : Metric(std::move(name)),
+      other_(other),
+      class_name_(class_name),
+      top_k_(top_k),
+      class_id_(class_id),
+      thresholds_(parse_thresholds(thresholds, top_k ? kNegInf : 0.5, owner_of(class_name, this->name()))),
       thresholds_distributed_evenly_(models::detail::is_evenly_distributed_thresholds(thresholds_)),
       true_positives_(thresholds_.size(), 0.0),
-      false_positives_(thresholds_.size(), 0.0) {
-  check_top_k_and_class(options_.top_k, options_.class_id, owner_of("Precision", name()));
+      other_count_(thresholds_.size(), 0.0) {
+  check_top_k_and_class(top_k_, class_id_, owner_of(class_name_, this->name()));
 }
 
-void Precision::update_state(const Tensor& y_true, const Tensor& y_pred) { update_state(y_true, y_pred, Tensor()); }
-
-void Precision::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
-    models::detail::update_confusion_matrix({.true_positives = &true_positives_, .false_positives = &false_positives_},
-                                            y_true, y_pred, sample_weight,
-                                            {.thresholds = thresholds_, .top_k = options_.top_k,
-                                             .class_id = options_.class_id,
-                                             .thresholds_distributed_evenly = thresholds_distributed_evenly_},
-                                            owner_of("Precision", name()));
+void PrecisionRecallBase::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  update_state(y_true, y_pred, Tensor());
 }
 
-double Precision::result() const { return scalar_of(divide_no_nan(true_positives_, plus(true_positives_, false_positives_))); }
-Tensor Precision::result_tensor() const {
-  return tensor_of(divide_no_nan(true_positives_, plus(true_positives_, false_positives_)));
+void PrecisionRecallBase::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  ConfusionMatrixCounts counts{.true_positives = &true_positives_};
+  (other_ == Other::false_positives ? counts.false_positives : counts.false_negatives) = &other_count_;
+  models::detail::update_confusion_matrix(counts, y_true, y_pred, sample_weight,
+                                          {.thresholds = thresholds_, .top_k = top_k_, .class_id = class_id_,
+                                           .thresholds_distributed_evenly = thresholds_distributed_evenly_},
+                                          owner_of(class_name_, name()));
 }
-void Precision::reset_state() { zero({&true_positives_, &false_positives_}); }
-std::vector<double> Precision::state() const { return concat({&true_positives_, &false_positives_}); }
-void Precision::set_state(const std::vector<double>& state) {
-  split_state(state, {&true_positives_, &false_positives_}, thresholds_.size(), owner_of("Precision", name()));
+
+double PrecisionRecallBase::result() const {
+  return scalar_of(divide_no_nan(true_positives_, plus(true_positives_, other_count_)));
 }
+Tensor PrecisionRecallBase::result_tensor() const {
+  return tensor_of(divide_no_nan(true_positives_, plus(true_positives_, other_count_)));
+}
+void PrecisionRecallBase::reset_state() { zero({&true_positives_, &other_count_}); }
+std::vector<double> PrecisionRecallBase::state() const { return concat({&true_positives_, &other_count_}); }
+void PrecisionRecallBase::set_state(const std::vector<double>& state) {
+  split_state(state, {&true_positives_, &other_count_}, thresholds_.size(), owner_of(class_name_, name()));
+}
+
+Precision::Precision(PrecisionOptions options)
+    : PrecisionRecallBase(Other::false_positives, options.thresholds, options.top_k, options.class_id, options.name,
+                          "Precision"),
+      options_(std::move(options)) {}
 
 Recall::Recall(RecallOptions options)
-    : Metric(options.name),
-      options_(std::move(options)),
-      thresholds_(parse_thresholds(options_.thresholds, options_.top_k ? kNegInf : 0.5, owner_of("Recall", name()))),
-      thresholds_distributed_evenly_(models::detail::is_evenly_distributed_thresholds(thresholds_)),
-      true_positives_(thresholds_.size(), 0.0),
-      false_negatives_(thresholds_.size(), 0.0) {
-  check_top_k_and_class(options_.top_k, options_.class_id, owner_of("Recall", name()));
-}
-
-void Recall::update_state(const Tensor& y_true, const Tensor& y_pred) { update_state(y_true, y_pred, Tensor()); }
-
-void Recall::update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
-    models::detail::update_confusion_matrix({.true_positives = &true_positives_, .false_negatives = &false_negatives_},
-                                            y_true, y_pred, sample_weight,
-                                            {.thresholds = thresholds_, .top_k = options_.top_k,
-                                             .class_id = options_.class_id,
-                                             .thresholds_distributed_evenly = thresholds_distributed_evenly_},
-                                            owner_of("Recall", name()));
-}
-
-double Recall::result() const { return scalar_of(divide_no_nan(true_positives_, plus(true_positives_, false_negatives_))); }
-Tensor Recall::result_tensor() const {
-  return tensor_of(divide_no_nan(true_positives_, plus(true_positives_, false_negatives_)));
-}
-void Recall::reset_state() { zero({&true_positives_, &false_negatives_}); }
-std::vector<double> Recall::state() const { return concat({&true_positives_, &false_negatives_}); }
-void Recall::set_state(const std::vector<double>& state) {
-  split_state(state, {&true_positives_, &false_negatives_}, thresholds_.size(), owner_of("Recall", name()));
-}
+    : PrecisionRecallBase(Other::false_negatives, options.thresholds, options.top_k, options.class_id, options.name,
+                          "Recall"),
+      options_(std::move(options)) {}
 
 // ---- one rate at a constraint on another ----------------------------------------------------------------------
 

@@ -111,11 +111,11 @@ struct RecallOptions {
   std::string name = "recall";
 };
 
-/// tp / (tp + fp) at each threshold (0 where nothing was predicted positive). state(): true_positives, then
-/// false_positives, one per threshold.
-class Precision : public Metric {
+/// Precision and Recall: tp / (tp + other) at each threshold (0 where the denominator is), `other` being the
+/// false positives (Precision) or the false negatives (Recall). state(): true_positives, then the other
+/// count, one per threshold.
+class PrecisionRecallBase : public Metric {
  public:
-  explicit Precision(PrecisionOptions options = {});
   using Metric::update_state;
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
@@ -125,38 +125,41 @@ class Precision : public Metric {
   std::vector<double> state() const override;
   void set_state(const std::vector<double>& state) override;
   std::string direction() const override { return "up"; }
-  const PrecisionOptions& options() const { return options_; }
+  /// The thresholds used (Keras's NEG_INF, -1e10, for top_k without thresholds).
   const std::vector<double>& thresholds() const { return thresholds_; }
+
+ protected:
+  enum class Other { false_positives, false_negatives };
+  PrecisionRecallBase(Other other, const std::vector<double>& thresholds, std::optional<std::int64_t> top_k,
+                      std::optional<std::int64_t> class_id, std::string name, const char* class_name);
+
+ private:
+  Other other_;
+  const char* class_name_;
+  std::optional<std::int64_t> top_k_, class_id_;
+  std::vector<double> thresholds_;
+  bool thresholds_distributed_evenly_;
+  std::vector<double> true_positives_, other_count_;
+};
+
+/// tp / (tp + fp): of the predicted positives, how many are.
+class Precision : public PrecisionRecallBase {
+ public:
+  explicit Precision(PrecisionOptions options = {});
+  const PrecisionOptions& options() const { return options_; }
 
  private:
   PrecisionOptions options_;
-  std::vector<double> thresholds_;
-  bool thresholds_distributed_evenly_;
-  std::vector<double> true_positives_, false_positives_;
 };
 
-/// tp / (tp + fn) at each threshold (0 where there was no positive label). state(): true_positives, then
-/// false_negatives.
-class Recall : public Metric {
+/// tp / (tp + fn): of the positives, how many were predicted.
+class Recall : public PrecisionRecallBase {
  public:
   explicit Recall(RecallOptions options = {});
-  using Metric::update_state;
-  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  void update_state(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
-  double result() const override;
-  Tensor result_tensor() const override;
-  void reset_state() override;
-  std::vector<double> state() const override;
-  void set_state(const std::vector<double>& state) override;
-  std::string direction() const override { return "up"; }
   const RecallOptions& options() const { return options_; }
-  const std::vector<double>& thresholds() const { return thresholds_; }
 
  private:
   RecallOptions options_;
-  std::vector<double> thresholds_;
-  bool thresholds_distributed_evenly_;
-  std::vector<double> true_positives_, false_negatives_;
 };
 
 // ---- one rate at a constraint on another ----------------------------------------------------------------------

@@ -184,7 +184,6 @@ MetricClass f_score(bool with_beta) {
 }
 
 /// The IoU family. `targets`: the class has target_class_ids; `sparse_y_true`: it has that option.
-template <class T>
 json iou_config(const M::Metric& m, bool targets, bool sparse_y_true) {
   const auto& iou = as<M::IoU>(m);
   const auto& o = iou.options();
@@ -201,66 +200,49 @@ std::vector<std::int64_t> read_targets(Reader& r) {
   return as_ints(r.require("target_class_ids"), r.what("target_class_ids"));
 }
 
-std::vector<MetricClass> iou_classes() {
-  return {
-      {typeid(M::IoU), "int32", [](const M::Metric& m) { return iou_config<M::IoU>(m, true, true); },
-       [](Reader& r, const std::string& name) {
-         const std::int64_t classes = r.integer("num_classes");
-         std::vector<std::int64_t> targets = read_targets(r);
-         M::IoUOptions o;
-         o.name = name;
-         o.ignore_class = r.optional_integer("ignore_class");
-         o.sparse_y_true = r.boolean("sparse_y_true", true);
-         o.sparse_y_pred = r.boolean("sparse_y_pred", true);
-         o.axis = r.integer("axis", -1);
-         return std::make_shared<M::IoU>(classes, std::move(targets), o);
-       }},
-      {typeid(M::MeanIoU), "int32", [](const M::Metric& m) { return iou_config<M::MeanIoU>(m, false, true); },
-       [](Reader& r, const std::string& name) {
-         const std::int64_t classes = r.integer("num_classes");
-         M::MeanIoUOptions o;
-         o.name = name;
-         o.ignore_class = r.optional_integer("ignore_class");
-         o.sparse_y_true = r.boolean("sparse_y_true", true);
-         o.sparse_y_pred = r.boolean("sparse_y_pred", true);
-         o.axis = r.integer("axis", -1);
-         return std::make_shared<M::MeanIoU>(classes, o);
-       }},
-      {typeid(M::OneHotIoU), "int32", [](const M::Metric& m) { return iou_config<M::OneHotIoU>(m, true, false); },
-       [](Reader& r, const std::string& name) {
-         const std::int64_t classes = r.integer("num_classes");
-         std::vector<std::int64_t> targets = read_targets(r);
-         M::OneHotIoUOptions o;
-         o.name = name;
-         o.ignore_class = r.optional_integer("ignore_class");
-         o.sparse_y_pred = r.boolean("sparse_y_pred", false);
-         o.axis = r.integer("axis", -1);
-         return std::make_shared<M::OneHotIoU>(classes, std::move(targets), o);
-       }},
-      {typeid(M::OneHotMeanIoU), "int32",
-       [](const M::Metric& m) { return iou_config<M::OneHotMeanIoU>(m, false, false); },
-       [](Reader& r, const std::string& name) {
-         const std::int64_t classes = r.integer("num_classes");
-         M::OneHotMeanIoUOptions o;
-         o.name = name;
-         o.ignore_class = r.optional_integer("ignore_class");
-         o.sparse_y_pred = r.boolean("sparse_y_pred", false);
-         o.axis = r.integer("axis", -1);
-         return std::make_shared<M::OneHotMeanIoU>(classes, o);
-       }},
-      {typeid(M::BinaryIoU), "int32",
-       [](const M::Metric& m) {
-         const auto& b = as<M::BinaryIoU>(m);
-         return json{{"target_class_ids", b.target_class_ids()}, {"threshold", b.threshold()}};
-       },
-       [](Reader& r, const std::string& name) {
-         std::vector<std::int64_t> targets = {0, 1};
-         if (r.find("target_class_ids")) targets = read_targets(r);
-         const double threshold = r.number("threshold", 0.5);
-         return std::make_shared<M::BinaryIoU>(
-             M::BinaryIoUOptions{.target_class_ids = std::move(targets), .threshold = threshold, .name = name});
-       }},
-  };
+/// The options the IoU classes share, read with Keras's defaults (sparse_y_true only where the class has it).
+template <class Options>
+Options read_iou_options(Reader& r, const std::string& name) {
+  Options o;
+  o.name = name;
+  o.ignore_class = r.optional_integer("ignore_class");
+  if constexpr (requires { o.sparse_y_true; }) o.sparse_y_true = r.boolean("sparse_y_true", o.sparse_y_true);
+  o.sparse_y_pred = r.boolean("sparse_y_pred", o.sparse_y_pred);
+  o.axis = r.integer("axis", o.axis);
+  return o;
+}
+
+/// IoU and OneHotIoU (`with_targets`), MeanIoU and OneHotMeanIoU.
+template <class T, class Options, bool with_targets>
+MetricClass iou_class() {
+  return {typeid(T), "int32",
+          [](const M::Metric& m) {
+            return iou_config(m, with_targets, requires(Options o) { o.sparse_y_true; });
+          },
+          [](Reader& r, const std::string& name) {
+            const std::int64_t classes = r.integer("num_classes");
+            if constexpr (with_targets) {
+              std::vector<std::int64_t> targets = read_targets(r);
+              return std::make_shared<T>(classes, std::move(targets), read_iou_options<Options>(r, name));
+            } else {
+              return std::make_shared<T>(classes, read_iou_options<Options>(r, name));
+            }
+          }};
+}
+
+MetricClass binary_iou_class() {
+  return {typeid(M::BinaryIoU), "int32",
+          [](const M::Metric& m) {
+            const auto& b = as<M::BinaryIoU>(m);
+            return json{{"target_class_ids", b.target_class_ids()}, {"threshold", b.threshold()}};
+          },
+          [](Reader& r, const std::string& name) {
+            std::vector<std::int64_t> targets = {0, 1};
+            if (r.find("target_class_ids")) targets = read_targets(r);
+            const double threshold = r.number("threshold", 0.5);
+            return std::make_shared<M::BinaryIoU>(
+                M::BinaryIoUOptions{.target_class_ids = std::move(targets), .threshold = threshold, .name = name});
+          }};
 }
 
 /// Every metric class loom saves, by Keras class name.
@@ -311,10 +293,11 @@ const std::map<std::string, NamedClass>& metric_classes() {
     add("AUC", "auc", auc_class());
     add("F1Score", "f1_score", f_score<M::F1Score>(false));
     add("FBetaScore", "fbeta_score", f_score<M::FBetaScore>(true));
-    const char* iou_names[][2] = {{"IoU", "io_u"}, {"MeanIoU", "mean_io_u"}, {"OneHotIoU", "one_hot_io_u"},
-                                  {"OneHotMeanIoU", "one_hot_mean_io_u"}, {"BinaryIoU", "binary_io_u"}};
-    std::vector<MetricClass> ious = iou_classes();
-    for (std::size_t i = 0; i < ious.size(); ++i) add(iou_names[i][0], iou_names[i][1], std::move(ious[i]));
+    add("IoU", "io_u", iou_class<M::IoU, M::IoUOptions, true>());
+    add("MeanIoU", "mean_io_u", iou_class<M::MeanIoU, M::MeanIoUOptions, false>());
+    add("OneHotIoU", "one_hot_io_u", iou_class<M::OneHotIoU, M::OneHotIoUOptions, true>());
+    add("OneHotMeanIoU", "one_hot_mean_io_u", iou_class<M::OneHotMeanIoU, M::OneHotMeanIoUOptions, false>());
+    add("BinaryIoU", "binary_io_u", binary_iou_class());
     return out;
   }();
   return classes;

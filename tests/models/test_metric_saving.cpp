@@ -80,7 +80,9 @@ TEST_CASE("metric entries from Keras carry their options into the metric", "[mod
 
   const auto f = models::detail::deserialize_metric(entry_of("fbeta_score"), "metric");
   CHECK(dynamic_cast<const M::FBetaScore&>(*f).options().beta == 2.0);
-  CHECK(typeid(*models::detail::deserialize_metric(entry_of("f1_score"), "metric")) == typeid(M::F1Score));
+  const auto f1 = models::detail::deserialize_metric(entry_of("f1_score"), "metric");
+  const M::Metric& f1_metric = *f1;
+  CHECK(typeid(f1_metric) == typeid(M::F1Score));
 
   // Keras also takes one number for thresholds.
   json recall = entry_of("recall");
@@ -131,7 +133,8 @@ TEST_CASE("a model compiled with metric objects saves them and evaluates the sam
   auto restored = models::load_model(dir.file("m.keras"));
   const auto& metrics = restored->compile_options().metrics.single();
   REQUIRE(metrics.size() == 5);
-  CHECK(typeid(*metrics[0].get()) == typeid(M::AUC));
+  const M::Metric& first = *metrics[0].get();
+  CHECK(typeid(first) == typeid(M::AUC));
   CHECK(metrics[4].name() == "accuracy");
   CHECK(restored->evaluate(x, y, {.verbose = 0}) == before);
 }
