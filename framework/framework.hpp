@@ -15,6 +15,7 @@
 #include "framework/runtime/simd.hpp"
 #include "framework/tensor/dtype.hpp"
 #include "framework/tensor/error.hpp"
+#include "framework/tensor/memory_stats.hpp"
 #include "framework/tensor/random.hpp"
 #include "framework/tensor/shape.hpp"
 #include "framework/tensor/tensor.hpp"

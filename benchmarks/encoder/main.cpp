@@ -1,7 +1,9 @@
 // One training step of a pre-norm Transformer encoder block: forward, backward and an Adam update.
 // Batch 32, sequence 128, d_model 256, 8 heads, feed-forward 1024 (ReLU), LayerNorm epsilon 1e-3, MSE loss,
-// float32, OpenBLAS on 2 threads. Prints the median step time over kRepeats steps after kWarmup, and the
-// peak RSS. The peer, benchmarks/encoder/peer_torch.py, runs the identical configuration in PyTorch.
+// float32, OpenBLAS on 2 threads. Prints the median step time over kRepeats steps after kWarmup, the peak
+// RSS, and loom's count of tensor memory (memory_stats): the peak of live tensor bytes over the timed steps and
+// what lives between steps (weights, Adam's slots, the data). The peer, benchmarks/encoder/peer_torch.py, runs
+// the identical configuration in PyTorch.
 //
 //   bench_encoder
 #include <sys/resource.h>
@@ -37,7 +39,12 @@ int main() {
 
   std::vector<double> ms;
   double loss = 0;
+  std::int64_t between_steps = 0;
   for (int step = 0; step < kWarmup + kRepeats; ++step) {
+    if (step == kWarmup) {
+      between_steps = memory_stats().live_bytes;
+      reset_peak_memory_stats();
+    }
     const auto start = std::chrono::steady_clock::now();
     {
       GradientTape tape;
@@ -51,9 +58,12 @@ int main() {
   }
   std::sort(ms.begin(), ms.end());
   const BlasInfo blas = blas_info();
+  const MemoryStats memory = memory_stats();
   fmt::print("loom encoder step (batch {}, seq {}, d_model {}, {} heads, ff {}): median {:.1f} ms (min {:.1f}, max "
-             "{:.1f}) over {} steps, peak RSS {:.0f} MiB, final loss {:.4f}; OpenBLAS {} on {} threads, SIMD {}\n",
+             "{:.1f}) over {} steps, peak RSS {:.0f} MiB, peak live tensors {:.1f} MiB ({:.1f} MiB between steps), "
+             "final loss {:.4f}; OpenBLAS {} on {} threads, SIMD {}\n",
              kBatch, kSeq, kModel, kHeads, kFF, ms[ms.size() / 2], ms.front(), ms.back(), ms.size(), peak_rss_mib(),
-             loss, blas.core, blas.threads, simd::active_isa());
+             double(memory.peak_live_bytes) / double(1 << 20), double(between_steps) / double(1 << 20), loss,
+             blas.core, blas.threads, simd::active_isa());
   return 0;
 }

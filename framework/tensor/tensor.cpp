@@ -16,6 +16,7 @@
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/strided.hpp"
 #include "framework/ops/ops.hpp"
+#include "framework/tensor/detail/memory_accounting.hpp"
 #include "framework/tensor/detail/tensor_impl.hpp"
 #include "framework/tensor/memory.hpp"
 #include "framework/tensor/random.hpp"
@@ -82,6 +83,7 @@ class LargeBlocks {
         std::byte* data = it->data;
         total_ -= bytes;
         kept_.erase(std::next(it).base());
+        detail::note_cached_bytes(-std::int64_t(bytes));
         return data;
       }
     return nullptr;
@@ -97,6 +99,7 @@ class LargeBlocks {
       return false;
     }
     total_ += bytes;
+    detail::note_cached_bytes(std::int64_t(bytes));
     return true;
   }
 
@@ -140,6 +143,7 @@ Storage::Storage(std::size_t bytes, bool zero) : bytes_(bytes) {
     const auto address = reinterpret_cast<std::uintptr_t>(inline_);
     data_ = inline_ + ((kAlignment - address % kAlignment) % kAlignment);
     if (zero) std::memset(data_, 0, bytes);
+    detail::note_buffer_allocated(bytes);
     return;
   }
   const std::size_t rounded = rounded_bytes(bytes);
@@ -150,9 +154,11 @@ Storage::Storage(std::size_t bytes, bool zero) : bytes_(bytes) {
     advise_huge_pages(data_, rounded);
   }
   if (zero) std::memset(data_, 0, rounded);
+  detail::note_buffer_allocated(bytes);
 }
 
 Storage::~Storage() {
+  detail::note_buffer_freed(bytes_);
   if (data_ >= inline_ && data_ < inline_ + sizeof(inline_)) return;
   const std::size_t rounded = rounded_bytes(bytes_);
   if (!(is_large(rounded) && large_blocks().keep(data_, rounded))) std::free(data_);
