@@ -40,6 +40,7 @@
 
 #include <fmt/format.h>
 
+#include "benchmarks/sgemm_rate.hpp"
 #include "framework/runtime/detail/gemm.hpp"
 #include "framework/runtime/detail/parallel.hpp"
 #include "loom.hpp"
@@ -139,31 +140,9 @@ int run_loom(int steps, int warmup) {
 
 // ---- one sgemm measurement: cblas_sgemm of the very OpenBLAS loom loaded, on its own threads ----
 
-using Sgemm = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-                       const float* b, int ldb, float beta, float* c, int ldc);
-using SetThreads = void (*)(int threads);
-constexpr int kRowMajor = 101, kNoTrans = 111;
-
 int run_sgemm() {
   const int threads = blas_info().threads;
-  const auto sgemm = reinterpret_cast<Sgemm>(blas::symbol("cblas_sgemm"));
-  reinterpret_cast<SetThreads>(blas::symbol("openblas_set_num_threads"))(threads);
-  auto gflops = [&](std::int64_t m, std::int64_t k, std::int64_t n, int repeats) {
-    const Tensor a = Tensor::randn({m, k}, DType::f32, 1), b = Tensor::randn({k, n}, DType::f32, 2);
-    std::vector<float> c(std::size_t(m * n));
-    auto once = [&] {
-      sgemm(kRowMajor, kNoTrans, kNoTrans, int(m), int(n), int(k), 1.0f, a.data<float>(), int(k), b.data<float>(),
-            int(n), 0.0f, c.data(), int(n));
-    };
-    once();  // warm-up: threads, page faults
-    std::vector<double> ms;
-    for (int i = 0; i < repeats; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      once();
-      ms.push_back(ms_since(start));
-    }
-    return 2.0 * double(m) * double(k) * double(n) / median(ms) * 1e-6;
-  };
+  const auto gflops = benchmarks::sgemm_gflops;
   const double thin = gflops(kBatch * kSize * kSize, 9 * kChannels, kChannels, 9);
   const double square = gflops(2048, 2048, 2048, 5);
   fmt::print("sgemm threads={} thin_gflops={:.1f} square_gflops={:.1f}\n", threads, thin, square);

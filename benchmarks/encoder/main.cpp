@@ -2,8 +2,9 @@
 // Batch 32, sequence 128, d_model 256, 8 heads, feed-forward 1024 (ReLU), LayerNorm epsilon 1e-3, MSE loss,
 // float32, OpenBLAS on 2 threads. Prints the median step time over kRepeats steps after kWarmup, the peak
 // RSS, and loom's count of tensor memory (memory_stats): the peak of live tensor bytes over the timed steps and
-// what lives between steps (weights, Adam's slots, the data). The peer, benchmarks/encoder/peer_torch.py, runs
-// the identical configuration in PyTorch.
+// what lives between steps (weights, Adam's slots, the data). Then the step's GEMM floor: its matrix-product
+// FLOPs over OpenBLAS's own sgemm rate at 2048 square measured in this process, and loom's step as a multiple
+// of it. The peer, benchmarks/encoder/peer_torch.py, runs the identical configuration in PyTorch.
 //
 //   bench_encoder
 #include <sys/resource.h>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <vector>
 
+#include "benchmarks/sgemm_rate.hpp"
 #include "loom.hpp"
 
 using namespace loom;
@@ -21,6 +23,16 @@ namespace {
 
 constexpr std::int64_t kBatch = 32, kSeq = 128, kModel = 256, kHeads = 8, kFF = 1024;
 constexpr int kWarmup = 3, kRepeats = 20;
+
+/// The step's matrix-product FLOPs: forward, the Q, K, V and output projections (4 x 2 T d^2 over T = batch x
+/// seq tokens), the two feed-forward products (2 x 2 T d ff) and attention's QK^T and AV (2 x 2 batch seq^2 d);
+/// the backward pass twice that (each product's two gradient products). About 21 GFLOP.
+double step_gflop() {
+  const double tokens = double(kBatch * kSeq), d = double(kModel);
+  const double forward = 4 * 2 * tokens * d * d + 2 * 2 * tokens * d * double(kFF) +
+                         2 * 2 * double(kBatch) * double(kSeq) * double(kSeq) * d;
+  return 3 * forward * 1e-9;
+}
 
 double peak_rss_mib() {
   rusage usage{};
@@ -65,5 +77,10 @@ int main() {
              kBatch, kSeq, kModel, kHeads, kFF, ms[ms.size() / 2], ms.front(), ms.back(), ms.size(), peak_rss_mib(),
              double(memory.peak_live_bytes) / double(1 << 20), double(between_steps) / double(1 << 20), loss,
              blas.core, blas.threads, simd::active_isa());
+  const double sgemm = benchmarks::sgemm_gflops(2048, 2048, 2048, 5);
+  const double floor_ms = step_gflop() / sgemm * 1e3;
+  fmt::print("GEMM floor: {:.1f} GFLOP per step at {:.1f} GFLOP/s (sgemm 2048^2 in this process) = {:.1f} ms; "
+             "loom's step is {:.2f}x its floor\n",
+             step_gflop(), sgemm, floor_ms, ms[ms.size() / 2] / floor_ms);
   return 0;
 }
