@@ -3,6 +3,7 @@
 #include "framework/autograd/gradcheck.hpp"
 #include "framework/autograd/numerics.hpp"
 #include "framework/autograd/record.hpp"
+#include "framework/autograd/remat.hpp"
 #include "framework/autograd/tape.hpp"
 #include "framework/distributed/collectives.hpp"
 #include "framework/graph/symbolic.hpp"

@@ -3,10 +3,11 @@
 // step, its time, loom's peak of live tensor bytes (memory_stats) and what lives between steps, and at the end
 // the process's peak RSS. One configuration per process, so that each peak RSS is its own:
 //
-//   bench_memory [--seq 2048] [--blocks 12] [--steps 2] [--attention flash|math]
+//   bench_memory [--seq 2048] [--blocks 12] [--steps 2] [--attention flash|math] [--remat 0|1]
 //
 // "math" composes attention from ops (the [B, heads, seq, seq] scores and probabilities are stored for the
-// backward pass), "flash" is the tiled kernel (O(seq) memory per head).
+// backward pass), "flash" is the tiled kernel (O(seq) memory per head). --remat 1 calls each block through
+// loom::remat, which keeps only the block's input and recomputes the block during the backward pass.
 #include <sys/resource.h>
 
 #include <chrono>
@@ -28,6 +29,7 @@ double mib(std::int64_t bytes) { return double(bytes) / double(1 << 20); }
 struct Args {
   std::int64_t seq = 2048, blocks = 12, steps = 2;
   bool flash = true;
+  bool remat = false;
 };
 
 Args parse(int argc, char** argv) {
@@ -42,8 +44,12 @@ Args parse(int argc, char** argv) {
     else if (key == "--attention") {
       check(value == "flash" || value == "math", "bench_memory: --attention is flash or math, got '{}'", value);
       args.flash = value == "flash";
+    } else if (key == "--remat") {
+      check(value == "0" || value == "1", "bench_memory: --remat is 0 or 1, got '{}'", value);
+      args.remat = value == "1";
     } else {
-      throw Error(fmt::format("bench_memory: unknown option '{}' (--seq, --blocks, --steps, --attention)", key));
+      throw Error(fmt::format("bench_memory: unknown option '{}' (--seq, --blocks, --steps, --attention, --remat)",
+                              key));
     }
   }
   check(args.seq > 0 && args.blocks > 0 && args.steps > 0, "bench_memory: --seq, --blocks and --steps must be > 0");
@@ -69,8 +75,16 @@ int main(int argc, char** argv) {
       for (const Variable& w : block->trainable_weights()) weights.push_back(w);
   }
   optim::Adam adam({.learning_rate = 1e-4});
-  fmt::print("bench_memory: {} pre-norm blocks, batch {}, seq {}, d_model {}, {} heads, ff {}, {} attention\n",
-             args.blocks, kBatch, args.seq, kModel, kHeads, kFF, args.flash ? "flash" : "math");
+  std::vector<RematFunction> calls;
+  for (auto& block : blocks) {
+    RematFunction call = [block](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{(*block)(in[0], /*training=*/true)};
+    };
+    calls.push_back(args.remat ? remat(call) : call);
+  }
+  fmt::print("bench_memory: {} pre-norm blocks, batch {}, seq {}, d_model {}, {} heads, ff {}, {} attention{}\n",
+             args.blocks, kBatch, args.seq, kModel, kHeads, kFF, args.flash ? "flash" : "math",
+             args.remat ? ", remat" : "");
   for (std::int64_t step = 0; step < args.steps; ++step) {
     const std::int64_t between = memory_stats().live_bytes;
     reset_peak_memory_stats();
@@ -79,7 +93,7 @@ int main(int argc, char** argv) {
     {
       GradientTape tape;
       Tensor h = x;
-      for (auto& block : blocks) h = (*block)(h, /*training=*/true);
+      for (const auto& call : calls) h = call({h})[0];
       const Tensor l = ops::mean(ops::square(h - target));
       adam.apply_gradients(tape.gradient(l, weights), weights);
       loss = l.item<double>();

@@ -9,6 +9,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "framework/autograd/detail/forward_without_tape.hpp"
 #include "framework/autograd/numerics.hpp"
 #include "framework/autograd/record.hpp"
 #include "framework/ops/ops.hpp"
@@ -89,6 +90,9 @@ struct GradientTape::Recording {
   int paused = 0;
   std::vector<TapeNode> nodes;
   TensorIdSet tracked;  // ids watched or produced by a recorded node
+  // A remat forward pass's tape (detail::ForwardWithoutTape): keeps no node, notes the trainable inputs.
+  bool keep_nodes = true;
+  std::vector<Tensor> trainable_reads;
 
   bool tracks(const Tensor& t) const {
     return t.defined() && (tracked.contains(t.id()) || (options.watch_accessed_variables && t.impl().trainable));
@@ -99,8 +103,17 @@ namespace {
 
 bool wants(const GradientTape::Recording& rec, const Tensor& t) { return rec.paused == 0 && rec.tracks(t); }
 
-void append(GradientTape::Recording& rec, TapeNode&& node, const std::vector<Tensor>& outputs) {
-  rec.nodes.push_back(std::move(node));
+void append(GradientTape::Recording& rec, TapeNode&& node, const std::vector<Tensor>& inputs,
+            const std::vector<Tensor>& outputs) {
+  if (rec.keep_nodes) {
+    rec.nodes.push_back(std::move(node));
+  } else {
+    for (const Tensor& t : inputs)
+      if (t.defined() && t.impl().trainable &&
+          std::none_of(rec.trainable_reads.begin(), rec.trainable_reads.end(),
+                       [&](const Tensor& r) { return r.id() == t.id(); }))
+        rec.trainable_reads.push_back(t);
+  }
   for (const auto& out : outputs)
     if (out.defined() && is_floating(out.dtype())) rec.tracked.insert(out.id());
 }
@@ -306,9 +319,35 @@ void record(const char* op, const std::vector<Tensor>& inputs, const std::vector
   // Outer tapes that want the node get copies (the closure's captured tensors are shared handles); the
   // innermost one takes it by move, so the common single-tape case copies nothing.
   for (auto it = tapes.begin(); *it != *last; ++it)
-    if (wants_any(*it)) append(**it, TapeNode(node), outputs);
-  append(**last, std::move(node), outputs);
+    if (wants_any(*it)) append(**it, TapeNode(node), inputs, outputs);
+  append(**last, std::move(node), inputs, outputs);
 }
+
+namespace detail {
+
+bool any_tape_recording() {
+  auto& state = thread_autograd();
+  return state.no_grad_depth == 0 && !live_tapes(state).empty();
+}
+
+ForwardWithoutTape::ForwardWithoutTape(const std::vector<Tensor>& inputs)
+    : paused_(live_tapes(thread_autograd())), probe_(std::make_shared<GradientTape::Recording>()) {
+  for (const auto& rec : paused_) ++rec->paused;
+  probe_->keep_nodes = false;
+  for (const Tensor& t : inputs)
+    if (t.defined() && is_floating(t.dtype())) probe_->tracked.insert(t.id());
+  thread_autograd().tapes.push_back(probe_);
+}
+
+ForwardWithoutTape::~ForwardWithoutTape() {
+  probe_->closed.store(true, std::memory_order_release);
+  live_tapes(thread_autograd());
+  for (const auto& rec : paused_) --rec->paused;
+}
+
+const std::vector<Tensor>& ForwardWithoutTape::trainable_reads() const { return probe_->trainable_reads; }
+
+}  // namespace detail
 
 }  // namespace autograd
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <numbers>
 
+#include "framework/tensor/error.hpp"
+
 namespace loom::random {
 
 double Generator::normal() {
@@ -24,5 +26,32 @@ thread_local Generator generator{0};
 
 Generator& thread_generator() { return generator; }
 void set_seed(std::uint64_t seed) { generator = Generator(seed); }
+
+namespace {
+thread_local detail::SeedLog* seed_log = nullptr;
+}
+
+std::uint64_t draw_seed(Generator& generator) { return seed_log ? seed_log->draw(generator) : generator.next(); }
+
+namespace detail {
+
+std::uint64_t SeedLog::draw(Generator& generator) {
+  if (replaying_) {
+    check(next_ < seeds_.size(), "remat: the function drew more random seeds on its second run than on its first ({})",
+          seeds_.size());
+    return seeds_[next_++];
+  }
+  const std::uint64_t seed = parent_ ? parent_->draw(generator) : generator.next();
+  seeds_.push_back(seed);
+  return seed;
+}
+
+UseSeedLog::UseSeedLog(SeedLog& log) : outer_(seed_log) {
+  if (!log.replaying_) log.parent_ = outer_;
+  seed_log = &log;
+}
+UseSeedLog::~UseSeedLog() { seed_log = outer_; }
+
+}  // namespace detail
 
 }  // namespace loom::random

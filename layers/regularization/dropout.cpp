@@ -36,7 +36,7 @@ Tensor Dropout::call(const Tensor& x, bool training) {
   if (rate_ == 1.0) return x * 0.0;  // Keras's backend returns zeros; ops::dropout cannot scale by 1/0
   // A seeded layer derives each call's seed from its own generator: a new mask per call, reproducible runs.
   const std::optional<std::uint64_t> seed =
-      generator_ ? std::optional<std::uint64_t>(generator_->next()) : std::nullopt;
+      generator_ ? std::optional<std::uint64_t>(random::draw_seed(*generator_)) : std::nullopt;
   if (mask_shape == x.shape()) return ops::dropout(x, rate_, true, seed);
   // The mask (0 or 1/(1-rate)) drawn in noise_shape and broadcast; x * mask makes the gradient g * mask.
   return x * ops::dropout(Tensor::ones(mask_shape, x.dtype()), rate_, true, seed);
