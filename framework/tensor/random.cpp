@@ -21,11 +21,11 @@ double Generator::normal() {
 }
 
 namespace {
-thread_local Generator generator{0};
+thread_local Generator this_thread{0};
 }
 
-Generator& thread_generator() { return generator; }
-void set_seed(std::uint64_t seed) { generator = Generator(seed); }
+Generator& thread_generator() { return this_thread; }
+void set_seed(std::uint64_t seed) { this_thread = Generator(seed); }
 
 namespace {
 thread_local detail::SeedLog* seed_log = nullptr;
