@@ -10,6 +10,7 @@
 // Options: --layers N --d-model N --heads N --ff-dim N --seq-len N --batch N --epochs N --lr X --seed N
 //          --no-layernorm (delete the LayerNorms) --post-norm (normalize after each residual add instead)
 //          --flash / --no-flash (the attention kernel; default: chosen by size) --save FILE.safetensors
+//          --remat (each block keeps only its input for the backward pass and is recomputed there: loom::remat)
 //          --pictures DIR (where the PNGs go: the last block's attention per head, the ablation's loss curves)
 #include <cstdint>
 #include <cstdlib>
@@ -35,6 +36,7 @@ struct Config {
   std::uint64_t seed = 1;
   bool layernorm = true, post_norm = false;
   std::optional<bool> flash;
+  bool remat = false;
   std::string save;
   std::string pictures = ".";  // where the PNGs go
   bool layers_given = false, learning_rate_given = false;  // the ablation has its own defaults
@@ -91,7 +93,7 @@ class EncoderBlock : public L::Layer {
 class Encoder : public L::Model {
  public:
   Encoder(const Config& c, std::optional<std::int64_t> vocabulary, std::int64_t outputs)
-      : Model("encoder"), layernorm_(c.layernorm && !c.post_norm) {
+      : Model("encoder"), layernorm_(c.layernorm && !c.post_norm), remat_(c.remat) {
     if (vocabulary) {
       tokens_ = &add_layer(L::Embedding(*vocabulary, c.d_model));
       positions_ = &add_layer(L::Embedding(c.seq_len, c.d_model));
@@ -112,7 +114,17 @@ class Encoder : public L::Model {
  protected:
   Tensor call(const Tensor& x, bool training) override {
     Tensor h = embed(x, training);
-    for (EncoderBlock* block : blocks_) h = (*block)(h, training);
+    for (EncoderBlock* block : blocks_) {
+      if (!remat_) {
+        h = (*block)(h, training);
+        continue;
+      }
+      // --remat: the tape keeps the block's input only; its backward pass runs the block again.
+      const auto run_block = [block, training](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{(*block)(in[0], training)};
+      };
+      h = remat(run_block)({h})[0];
+    }
     if (layernorm_) h = (*final_norm_)(h, training);  // pre-norm stacks end with one more normalization
     return (*head_)(h, training);
   }
@@ -126,6 +138,7 @@ class Encoder : public L::Model {
   }
 
   bool layernorm_;
+  bool remat_;
   L::Embedding* tokens_ = nullptr;
   L::Embedding* positions_ = nullptr;
   std::vector<EncoderBlock*> blocks_;
@@ -166,6 +179,7 @@ Config parse(int argc, char** argv) {
     else if (arg == "--post-norm") c.post_norm = true;
     else if (arg == "--flash") c.flash = true;
     else if (arg == "--no-flash") c.flash = false;
+    else if (arg == "--remat") c.remat = true;
     else if (arg == "--save") c.save = value();
     else if (arg == "--pictures") c.pictures = value();
     else throw Error(fmt::format("encoder: unknown option '{}' (see the top of examples/encoder/main.cpp)", arg));

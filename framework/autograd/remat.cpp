@@ -1,5 +1,6 @@
 #include "framework/autograd/remat.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -7,6 +8,7 @@
 #include "framework/autograd/record.hpp"
 #include "framework/autograd/tape.hpp"
 #include "framework/ops/ops.hpp"
+#include "framework/tensor/detail/tensor_impl.hpp"
 #include "framework/tensor/random.hpp"
 
 namespace loom {
@@ -46,7 +48,7 @@ struct Replay {
   std::shared_ptr<const RematFunction> fn;
   std::vector<Tensor> inputs;      // the function's inputs
   std::vector<Tensor> trainables;  // the Variables' values it read
-  random::Generator generator;     // this thread's generator before the first pass
+  random::Generator generator{0};  // this thread's generator before the pass that is replayed
   std::shared_ptr<random::detail::SeedLog> seeds;
   std::vector<OutputMeta> outputs;
 };
@@ -101,13 +103,25 @@ RematFunction remat(RematFunction fn) {
       check_outputs(outputs, inputs);
       return outputs;
     }
-    Replay replay{shared, inputs, {}, random::thread_generator(), std::make_shared<random::detail::SeedLog>(), {}};
+    // A first call that builds layers (creates the Variables it reads) draws their initial values; the
+    // recomputation will not, so the pass whose random draws are replayed is run again after the build.
+    Replay replay;
     std::vector<Tensor> outputs;
-    {
-      autograd::detail::ForwardWithoutTape forward(inputs);
-      const random::detail::UseSeedLog use_seeds(*replay.seeds);
-      outputs = (*shared)(inputs);
-      replay.trainables = forward.trainable_reads();
+    for (int pass = 0; pass < 2; ++pass) {
+      replay = Replay{shared, inputs, {}, random::thread_generator(), std::make_shared<random::detail::SeedLog>(), {}};
+      const std::uint64_t first_new_id = next_tensor_id();
+      {
+        autograd::detail::ForwardWithoutTape forward(inputs);
+        const random::detail::UseSeedLog use_seeds(*replay.seeds);
+        outputs = (*shared)(inputs);
+        replay.trainables = forward.trainable_reads();
+      }
+      const bool built = std::any_of(replay.trainables.begin(), replay.trainables.end(),
+                                     [&](const Tensor& t) { return t.id() >= first_new_id; });
+      if (!built) break;
+      check(pass == 0, "remat: the function created new Variables on its second call too ({} read); a function "
+            "to rematerialize must read the same Variables each time (build its layers once, outside it or on "
+            "its first call)", replay.trainables.size());
     }
     check_outputs(outputs, inputs);
     for (const Tensor& t : outputs) replay.outputs.push_back({t.shape(), t.dtype()});

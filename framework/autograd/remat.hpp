@@ -12,8 +12,10 @@
 //
 // Random draws replay: the thread's generator (unseeded ops::dropout) is put back to its state at the first
 // pass, and seeded layers (Dropout with a seed) take their seeds through random::draw_seed, which replays them.
-// The function must compute the same thing twice: outputs of another count, shape or dtype on the second run
-// are a loom::Error, as are undefined outputs and an output that is one of the inputs.
+// A first call that builds layers (creates the Variables it reads) runs the function twice, and the second
+// pass is the one the backward pass replays. The function must compute the same thing twice: outputs of
+// another count, shape or dtype on the second run are a loom::Error, as are undefined outputs, an output that
+// is one of the inputs, and new Variables on every call.
 #include <functional>
 #include <vector>
 

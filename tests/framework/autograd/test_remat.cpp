@@ -199,3 +199,31 @@ TEST_CASE("remat around a Transformer block with dropout gives its gradients bit
   CHECK(plain.size() > 10);
   check_identical(rematerialized, plain);
 }
+
+TEST_CASE("remat of a layer built on its first call replays the draws made after the build", "[remat]") {
+  // Unseeded initializer and unseeded dropout both draw from the thread's generator: the recomputation must
+  // see the mask of the forward pass whose output it returned.
+  random::set_seed(77);
+  L::reset_layer_names();
+  L::Dense dense(4, {.use_bias = false});
+  const auto block = remat([&](const Tensors& in) { return Tensors{ops::dropout(dense(in[0]), 0.5, true)}; });
+  const Tensor x = Tensor::randn({3, 5}, DType::f64, 78);
+  GradientTape tape;
+  tape.watch(x);
+  const Tensor y = block({x})[0];
+  const Tensor grad = tape.gradient(ops::sum(y), {x})[0];
+  // d sum(y) / dx = (mask * 2) kernel^T, the mask being where y is not zero (keep 0.5 scales by 2).
+  const Tensor mask = ops::cast(ops::not_equal(y, Tensor::scalar(0.0, DType::f64)), DType::f64) * 2.0;
+  const Tensor want = ops::matmul(mask, dense.trainable_weights()[0].value().transpose());
+  check_identical({grad}, {want}, 1e-14);
+
+  int calls = 0;
+  const auto fresh_layers = remat([&](const Tensors& in) {
+    ++calls;
+    L::Dense fresh(2);
+    return Tensors{fresh(in[0])};
+  });
+  GradientTape other;
+  other.watch(x);
+  REQUIRE_THROWS_WITH(fresh_layers({x}), Catch::Contains("remat") && Catch::Contains("new Variables"));
+}
