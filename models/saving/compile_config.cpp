@@ -4,13 +4,11 @@
 #include <cmath>
 #include <map>
 #include <set>
-#include <typeinfo>
 #include <utility>
 
 #include <fmt/ranges.h>
 
 #include "models/losses.hpp"
-#include "models/metrics.hpp"
 #include "models/saving/detail/serialization.hpp"
 #include "optim/adadelta.hpp"
 #include "optim/adafactor.hpp"
@@ -27,12 +25,8 @@
 namespace loom::models::detail {
 
 namespace L = loom::layers;
-namespace M = loom::layers::metrics;
 
 namespace {
-
-json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-json optional_integer(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 // ---- the optimizer ----
 
@@ -49,7 +43,7 @@ json schedule_json(const optim::LearningRate& rate, const std::string& what) {
     const auto& o = c->options();
     class_name = "CosineDecay";
     config = {{"initial_learning_rate", o.initial_learning_rate}, {"decay_steps", o.decay_steps}, {"alpha", o.alpha},
-              {"name", class_name}, {"warmup_target", optional_number(o.warmup_target)},
+              {"name", class_name}, {"warmup_target", optional_json(o.warmup_target)},
               {"warmup_steps", o.warmup_steps}};
   } else if (const auto* p = schedule.target<optim::PolynomialDecay>()) {
     const auto& o = p->options();
@@ -134,15 +128,15 @@ json optimizer_json(const optim::Optimizer& opt) {
   config["learning_rate"] = opt.learning_rate_setting().is_schedule()
                                 ? schedule_json(opt.learning_rate_setting(), what)
                                 : json(opt.learning_rate());
-  config["weight_decay"] = optional_number(base.weight_decay);
-  config["clipnorm"] = optional_number(base.clipnorm);
-  config["global_clipnorm"] = optional_number(base.global_clipnorm);
-  config["clipvalue"] = optional_number(base.clipvalue);
+  config["weight_decay"] = optional_json(base.weight_decay);
+  config["clipnorm"] = optional_json(base.clipnorm);
+  config["global_clipnorm"] = optional_json(base.global_clipnorm);
+  config["clipvalue"] = optional_json(base.clipvalue);
   config["use_ema"] = base.use_ema;
   config["ema_momentum"] = base.ema_momentum;
-  config["ema_overwrite_frequency"] = optional_integer(base.ema_overwrite_frequency);
-  config["loss_scale_factor"] = optional_number(base.loss_scale_factor);
-  config["gradient_accumulation_steps"] = optional_integer(base.gradient_accumulation_steps);
+  config["ema_overwrite_frequency"] = optional_json(base.ema_overwrite_frequency);
+  config["loss_scale_factor"] = optional_json(base.loss_scale_factor);
+  config["gradient_accumulation_steps"] = optional_json(base.gradient_accumulation_steps);
   std::string class_name;
   if (const auto* adam = dynamic_cast<const optim::Adam*>(&opt)) {
     class_name = dynamic_cast<const optim::AdamW*>(&opt) ? "AdamW" : "Adam";

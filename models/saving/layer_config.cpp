@@ -203,16 +203,31 @@ Initializer read_initializer(Reader& r, std::string_view key, const char* fallba
 
 // ---- regularizers and constraints ----
 
+/// A serialized object's "config" ({} when it is missing or null).
+const json& config_of_entry(const json& value, const std::string& what) {
+  static const json empty = json::object();
+  return value.contains("config") && !value["config"].is_null() ? member(value, "config", what) : empty;
+}
+
+/// read(), with `what` in front of any loom::Error message that does not already start with it.
+template <class Read>
+auto naming_errors(const std::string& what, Read&& read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    if (std::string_view(e.what()).starts_with(what)) throw;
+    throw Error(fmt::format("{}: {}", what, e.what()));
+  }
+}
+
 /// A serialized regularizer ({"module": "keras.regularizers", "class_name": "L2", "config": {"l2": 0.01}}) or
 /// a name keras.regularizers.get knows.
 Regularizer regularizer_from_config(const json& value, const std::string& what) {
-  try {
+  return naming_errors(what, [&] {
     if (value.is_string()) return Regularizer(value.get<std::string>());
     expect_object(value, what);
     const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
-    const json empty = json::object();
-    Reader r(value.contains("config") && !value["config"].is_null() ? member(value, "config", what) : empty,
-             what + " config");
+    Reader r(config_of_entry(value, what), what + " config");
     Regularizer out;
     if (class_name == "L1") {
       out = L::regularizers::l1(r.number("l1", 0.01));
@@ -230,10 +245,7 @@ Regularizer regularizer_from_config(const json& value, const std::string& what) 
     }
     r.finish();
     return out;
-  } catch (const Error& e) {
-    if (std::string_view(e.what()).starts_with(what)) throw;
-    throw Error(fmt::format("{}: {}", what, e.what()));
-  }
+  });
 }
 
 /// Keras's serialize_keras_object(regularizer); null for none. A callable has no Keras form.
@@ -264,13 +276,11 @@ Axes constraint_axis(const json& config, Reader& r, std::int64_t fallback) {
 /// A serialized constraint ({"module": "keras.constraints", "class_name": "MaxNorm", "config": {...}}) or a
 /// name keras.constraints.get knows.
 Constraint constraint_from_config(const json& value, const std::string& what) {
-  try {
+  return naming_errors(what, [&] {
     if (value.is_string()) return Constraint(value.get<std::string>());
     expect_object(value, what);
     const std::string class_name = as_string(member(value, "class_name", what), what + ": 'class_name'");
-    const json empty = json::object();
-    const json& config =
-        value.contains("config") && !value["config"].is_null() ? member(value, "config", what) : empty;
+    const json& config = config_of_entry(value, what);
     Reader r(config, what + " config");
     Constraint out;
     if (class_name == "MaxNorm") {
@@ -290,10 +300,7 @@ Constraint constraint_from_config(const json& value, const std::string& what) {
     }
     r.finish();
     return out;
-  } catch (const Error& e) {
-    if (std::string_view(e.what()).starts_with(what)) throw;
-    throw Error(fmt::format("{}: {}", what, e.what()));
-  }
+  });
 }
 
 /// Keras's serialize_keras_object(constraint); null for none. A callable has no Keras form.

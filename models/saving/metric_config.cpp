@@ -14,9 +14,6 @@ namespace M = loom::layers::metrics;
 
 namespace {
 
-json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-json optional_json(const std::optional<std::int64_t>& v) { return v ? json(*v) : json(nullptr); }
-json optional_json(const std::optional<std::string>& v) { return v ? json(*v) : json(nullptr); }
 /// Keras's thresholds argument as given: None (empty) or the list.
 json thresholds_json(const std::vector<double>& t) { return t.empty() ? json(nullptr) : json(t); }
 

@@ -51,6 +51,11 @@ std::vector<std::int64_t> as_ints(const json& value, const std::string& what);
 std::vector<std::int64_t> as_shape(const json& value, const std::string& what);
 /// A shape as Keras writes it: -1 as null.
 json shape_json(const std::vector<std::int64_t>& shape);
+/// Keras's None for an empty optional, the value otherwise.
+template <class T>
+json optional_json(const std::optional<T>& value) {
+  return value ? json(*value) : json(nullptr);
+}
 
 /// Reads one config object key by key, each read once with its type checked (a missing or null key takes the
 /// fallback); finish() rejects the keys no read asked for, so a setting loom does not know is an error rather
