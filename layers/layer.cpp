@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <set>
+#include <utility>
 
 #include "framework/autograd/tape.hpp"
 #include "framework/graph/symbolic.hpp"
@@ -45,7 +47,10 @@ Layer& LayerHandle::get(std::string_view user) const {
 }
 
 Layer::Layer(std::string_view default_name, std::optional<std::string> name)
-    : base_name_(default_name), name_(name ? std::move(*name) : unique_layer_name(default_name)), path_(name_) {
+    : base_name_(default_name),
+      name_(name ? std::move(*name) : unique_layer_name(default_name)),
+      path_(name_),
+      remat_mode_(current_remat_mode()) {
   check(!name_.empty() && name_.find('/') == std::string::npos,
         "Layer: a layer name must be non-empty and contain no '/', got '{}'", name_);
 }
@@ -66,7 +71,8 @@ Layer::Layer(Layer&& other) noexcept
       handle_(std::move(other.handle_)),
       last_output_shape_(std::move(other.last_output_shape_)),
       call_losses_(std::move(other.call_losses_)),
-      activity_regularizer_(std::move(other.activity_regularizer_)) {
+      activity_regularizer_(std::move(other.activity_regularizer_)),
+      remat_mode_(std::move(other.remat_mode_)) {
   if (auto handle = handle_.lock()) handle->layer = this;
 }
 
@@ -85,6 +91,7 @@ Layer& Layer::operator=(Layer&& other) noexcept {
   last_output_shape_ = std::move(other.last_output_shape_);
   call_losses_ = std::move(other.call_losses_);
   activity_regularizer_ = std::move(other.activity_regularizer_);
+  remat_mode_ = std::move(other.remat_mode_);
   if (auto handle = handle_.lock()) handle->layer = this;
   return *this;
 }
@@ -144,13 +151,22 @@ Tensor Layer::operator()(const Tensor& x, bool training) & {
     return record_call({x}, call, nullptr, {}, single_spec(compute_output_spec(x))).front();
   }
   const Tensor mask = x.keras_mask();
-  const Tensor y = mask.defined() ? call_with_mask(x, mask, training) : call(x, training);
+  const Tensor y = call_on_data(x, mask, training);
   note_output(y);
   if (activity_regularizer_) add_activity_loss(y);
   // As Keras: a layer that supports masking gives its output compute_mask's mask unless call() set one.
   if (!supports_masking() || y.keras_mask().defined()) return y;
   const Tensor out_mask = compute_mask(x, mask);
   return out_mask.defined() ? y.with_keras_mask(out_mask) : y;
+}
+
+Tensor Layer::call_on_data(const Tensor& x, const Tensor& mask, bool training) {
+  auto compute = [mask](Layer& self, const std::vector<Tensor>& in, bool t) {
+    return std::vector<Tensor>{mask.defined() ? self.call_with_mask(in[0], mask, t) : self.call(in[0], t)};
+  };
+  if (!remat_mode_) return compute(*this, {x}, training)[0];
+  const auto output_shapes = [&] { return std::vector<Shape>{compute_output_shape(x.shape())}; };
+  return rematerialized_call({x}, training, output_shapes, compute)[0];
 }
 
 Tensor Layer::compute_mask(const Tensor&, const Tensor& mask) const { return supports_masking() ? mask : Tensor(); }
@@ -215,6 +231,110 @@ Layer::CallScope::CallScope(Layer& layer) : outermost_(outermost_call == nullptr
 
 Layer::CallScope::~CallScope() {
   if (outermost_) outermost_call = nullptr;
+}
+
+bool Layer::rematerializes(const std::function<std::vector<Shape>()>& output_shapes) const {
+  if (!remat_mode_ || !remat_mode_->mode || rematerializing_) return false;
+  const std::string& mode = *remat_mode_->mode;
+  if (mode == "full") return true;
+  if (mode == "list_of_layers")
+    return std::find(remat_mode_->layer_names.begin(), remat_mode_->layer_names.end(), name_) !=
+           remat_mode_->layer_names.end();
+  if (mode != "larger_than") return false;
+  // Keras's count: the outputs' sizes summed, unknown sizes as 1. Counting stops past the threshold, so that it
+  // cannot overflow.
+  const std::int64_t threshold = remat_mode_->output_size_threshold;
+  std::int64_t total = 0;
+  for (const Shape& shape : output_shapes()) {
+    if (std::find(shape.begin(), shape.end(), 0) != shape.end()) continue;
+    std::int64_t elements = 1;
+    for (const std::int64_t d : shape) {
+      if (d < 0) continue;
+      if (elements > (threshold - total) / d) return true;
+      elements *= d;
+    }
+    total += elements;
+    if (total > threshold) return true;
+  }
+  return false;
+}
+
+std::vector<Layer*> Layer::self_and_sublayers() {
+  std::vector<Layer*> out{this};
+  std::set<const Layer*> seen{this};
+  for (std::size_t i = 0; i < out.size(); ++i)
+    for (const auto& child : out[i]->layers())
+      if (seen.insert(child.get()).second) out.push_back(child.get());
+  return out;
+}
+
+namespace {
+/// While alive, a layer call is in progress on this thread (the recomputation of a rematerialized call runs
+/// in the backward pass, outside any call): the calls inside are not outermost, so they keep their losses.
+class InsideCall {
+ public:
+  explicit InsideCall(const Layer& layer) : set_(outermost_call == nullptr) {
+    if (set_) outermost_call = &layer;
+  }
+  ~InsideCall() {
+    if (set_) outermost_call = nullptr;
+  }
+  InsideCall(const InsideCall&) = delete;
+  InsideCall& operator=(const InsideCall&) = delete;
+
+ private:
+  bool set_;
+};
+}  // namespace
+
+std::vector<Tensor> Layer::rematerialized_call(const std::vector<Tensor>& inputs, bool training,
+                                               const std::function<std::vector<Shape>()>& output_shapes,
+                                               LayerCall call) {
+  if (!rematerializes(output_shapes)) return call(*this, inputs, training);
+  // The call losses added inside (add_loss, sublayers' activity regularizers) become outputs of the function,
+  // so that they hang on the remat node, and go back to their layers afterwards: (layer, count) in order.
+  using AddedLosses = std::vector<std::pair<std::shared_ptr<LayerHandle>, std::size_t>>;
+  auto added = std::make_shared<AddedLosses>();
+  std::shared_ptr<std::size_t> output_count = std::make_shared<std::size_t>(0);
+  RematFunction fn = [handle = handle(), call = std::move(call), training, added,
+                      output_count](const std::vector<Tensor>& in) {
+    Layer& self = handle->get("remat");
+    const InsideCall inside(self);
+    const bool was_rematerializing = std::exchange(self.rematerializing_, true);
+    struct Reset {
+      Layer& layer;
+      bool value;
+      ~Reset() { layer.rematerializing_ = value; }
+    } reset{self, was_rematerializing};
+    std::map<const Layer*, std::size_t> before;
+    for (const Layer* layer : self.self_and_sublayers()) before[layer] = layer->call_losses_.size();
+    std::vector<Tensor> out = call(self, in, training);
+    *output_count = out.size();
+    added->clear();
+    for (Layer* layer : self.self_and_sublayers()) {
+      const auto it = before.find(layer);
+      const std::size_t from = it == before.end() ? 0 : std::min(it->second, layer->call_losses_.size());
+      if (layer->call_losses_.size() == from) continue;
+      added->emplace_back(layer->handle(), layer->call_losses_.size() - from);
+      out.insert(out.end(), layer->call_losses_.begin() + std::ptrdiff_t(from), layer->call_losses_.end());
+      layer->call_losses_.resize(from);
+    }
+    return out;
+  };
+  std::vector<Tensor> out = remat(std::move(fn))(inputs);
+  auto loss = out.begin() + std::ptrdiff_t(*output_count);
+  for (const auto& [layer, count] : *added) {
+    auto& losses = layer->get("remat").call_losses_;
+    losses.insert(losses.end(), loss, loss + std::ptrdiff_t(count));
+    loss += std::ptrdiff_t(count);
+  }
+  out.resize(*output_count);
+  return out;
+}
+
+Tensor Layer::apply_activation(const std::function<Tensor(const Tensor&)>& activation, const Tensor& x) const {
+  if (!remat_mode_ || remat_mode_->mode != "activations") return activation(x);
+  return remat([activation](const std::vector<Tensor>& in) { return std::vector<Tensor>{activation(in[0])}; })({x})[0];
 }
 
 void Layer::clear_losses() {

@@ -26,6 +26,10 @@
 // Layers are movable, not copyable: a copy would silently share or duplicate weights. To use one layer in two
 // places, hold it by std::shared_ptr, or (Functional API) call the same layer object twice.
 //
+// Rematerialization (Keras's RematScope, framework/autograd/remat.hpp): a layer keeps the scope that was active
+// when it was constructed, and its calls on real tensors follow that mode. Losses a rematerialized call adds
+// stay differentiable (they leave the recomputed function as outputs of its tape node).
+//
 // Called on symbolic tensors (framework/graph/symbolic.hpp), a layer records a graph node instead of
 // computing. The graph owns a temporary, `L::Dense(3)(x)` (moved in, move_into_shared), and a layer held by a
 // std::shared_ptr; a layer object in a variable must outlive the models built from it (it may move).
@@ -38,6 +42,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "framework/autograd/remat.hpp"
 #include "framework/graph/symbolic.hpp"
 #include "framework/tensor/tensor.hpp"
 #include "framework/tensor/variable.hpp"
@@ -145,6 +150,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   const Regularizer& activity_regularizer() const { return activity_regularizer_; }
   void set_activity_regularizer(Regularizer regularizer) { activity_regularizer_ = std::move(regularizer); }
 
+  /// The RematScope's mode this layer was constructed under (Keras's _remat_mode); nullopt outside any scope.
+  const std::optional<RematMode>& remat_mode() const { return remat_mode_; }
+
  protected:
   /// `default_name` is the Keras class name in snake_case ("dense"); a given `name` is used as is.
   explicit Layer(std::string_view default_name, std::optional<std::string> name = {});
@@ -217,6 +225,21 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// Registers graph layers of a Functional model: as children, without re-rooting their weight paths.
   void adopt_layer(std::shared_ptr<LayerHandle> layer);
 
+  /// Keras's rematerialized_call, applied: `call` on real `inputs`, rematerialized when this layer's remat mode
+  /// says so ("full"; "list_of_layers" naming it; "larger_than" when the outputs' shapes, asked only then, have
+  /// more elements together than the threshold). Every differentiable tensor `call` reads, besides Variables, must be one of
+  /// `inputs`; `call` is kept for the backward pass, so it captures by value (masks, options) and reaches the
+  /// layer through its `self` argument. A layer's operator() does this around call(); operators with other
+  /// inputs (MultiHeadAttention's) do it themselves.
+  std::vector<Tensor> rematerialized_call(const std::vector<Tensor>& inputs, bool training,
+                                          const std::function<std::vector<Shape>()>& output_shapes, LayerCall call);
+  /// call_with_mask(x, mask, training) (call(x, training) without a mask) under the remat mode: what operator()
+  /// runs on real tensors, for operators that take the mask as an argument.
+  Tensor call_on_data(const Tensor& x, const Tensor& mask, bool training);
+  /// `activation(x)`, rematerialized when this layer's remat mode is "activations" (Keras's mode for layers
+  /// with an activation: Dense, EinsumDense, the convolutions, Activation).
+  Tensor apply_activation(const std::function<Tensor(const Tensor&)>& activation, const Tensor& x) const;
+
  private:
   void register_child(std::shared_ptr<Layer> child);
   void register_child(std::shared_ptr<LayerHandle> child, bool re_root);
@@ -225,6 +248,13 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// Adds the activity regularizer's loss for output `y` of a call.
   void add_activity_loss(const Tensor& y);
   void set_path(const std::string& parent_path);
+  /// Whether a call with outputs of these shapes is rematerialized (modes other than "activations").
+  bool rematerializes(const std::function<std::vector<Shape>()>& output_shapes) const;
+  /// True while a rematerialized call of this layer runs its function: calls of this layer inside it (a graph
+  /// node's re-entry) run directly.
+  bool rematerializing_ = false;
+  /// This layer and every layer below it, each once.
+  std::vector<Layer*> self_and_sublayers();
 
   struct Weight {
     Variable variable;
@@ -242,6 +272,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::optional<Shape> last_output_shape_;
   std::vector<Tensor> call_losses_;
   Regularizer activity_regularizer_;
+  std::optional<RematMode> remat_mode_;
 };
 
 /// Keras's naming: the first layer named `base` gets `base`, the next `base_1`, ... (per thread; ops on

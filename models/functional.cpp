@@ -70,7 +70,14 @@ std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs, bool tr
   check(graph_ != nullptr, "{}: a list of inputs calls a Functional model; call this one with one tensor", name());
   if (graph::any_symbolic(inputs)) return record_model_call(inputs, nullptr);
   const CallScope scope(*this);  // the outermost call clears the layers' call losses, as Keras
-  return graph_->run(inputs, training);
+  auto run = [](Layer& self, const std::vector<Tensor>& in, bool t) { return static_cast<Model&>(self).graph_->run(in, t); };
+  // The outputs' sizes for a "larger_than" scope: the graph's, its unknown (batch) sizes counted as 1, as Keras.
+  const auto output_shapes = [&] {
+    std::vector<Shape> shapes;
+    for (const Tensor& output : graph_->outputs()) shapes.push_back(output.shape());
+    return shapes;
+  };
+  return rematerialized_call(inputs, training, output_shapes, run);
 }
 
 std::vector<Tensor> Model::operator()(const std::vector<Tensor>& inputs, bool training) && {

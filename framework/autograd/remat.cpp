@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "framework/autograd/detail/forward_without_tape.hpp"
@@ -10,6 +12,7 @@
 #include "framework/ops/ops.hpp"
 #include "framework/tensor/detail/tensor_impl.hpp"
 #include "framework/tensor/random.hpp"
+#include "framework/tensor/variable.hpp"
 
 namespace loom {
 
@@ -20,16 +23,19 @@ struct OutputMeta {
   DType dtype;
 };
 
-/// Every output defined and none of them an input (a node cannot make what it was given).
-void check_outputs(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) {
+/// Every output defined.
+void check_outputs(const std::vector<Tensor>& outputs) {
   check(!outputs.empty(), "remat: the function returned no tensor");
-  for (std::size_t i = 0; i < outputs.size(); ++i) {
-    check(outputs[i].defined(), "remat: the function's output {} is undefined", i);
-    for (std::size_t j = 0; j < inputs.size(); ++j)
-      check(!inputs[j].defined() || outputs[i].id() != inputs[j].id(),
-            "remat: the function's output {} is its input {} itself (shape {}); remat needs outputs the function "
-            "computes", i, j, outputs[i].shape());
-  }
+  for (std::size_t i = 0; i < outputs.size(); ++i) check(outputs[i].defined(), "remat: the function's output {} is undefined", i);
+}
+
+/// The outputs the function computed: those that are not one of its inputs passed through.
+std::vector<std::size_t> computed_outputs(const std::vector<Tensor>& outputs, const std::vector<Tensor>& inputs) {
+  std::vector<std::size_t> computed;
+  for (std::size_t i = 0; i < outputs.size(); ++i)
+    if (std::none_of(inputs.begin(), inputs.end(), [&](const Tensor& t) { return t.defined() && t.id() == outputs[i].id(); }))
+      computed.push_back(i);
+  return computed;
 }
 
 /// The second run's outputs must be the first run's.
@@ -51,9 +57,11 @@ struct Replay {
   random::Generator generator{0};  // this thread's generator before the pass that is replayed
   std::shared_ptr<random::detail::SeedLog> seeds;
   std::vector<OutputMeta> outputs;
+  std::vector<std::size_t> computed;  // the outputs that are the node's, in its order
 };
 
 /// The backward rule: the function again under a tape of its own, then d(sum_i <output_i, grad_i>) / d(input).
+/// What the recomputation assigns to Variables (BatchNormalization's moving statistics) is undone.
 std::vector<Tensor> backward(const Replay& replay, const std::vector<Tensor>& output_grads) {
   random::Generator& thread_generator = random::thread_generator();
   const random::Generator after_first_pass = thread_generator;
@@ -64,21 +72,26 @@ std::vector<Tensor> backward(const Replay& replay, const std::vector<Tensor>& ou
   std::vector<Tensor> grads;
   {
     const random::detail::UseSeedLog use_seeds(*replay.seeds);
+    AssignJournal recomputation_writes;
     GradientTape tape;
     for (const Tensor& t : replay.inputs)
       if (t.defined() && is_floating(t.dtype())) tape.watch(t);
     const std::vector<Tensor> again = (*replay.fn)(replay.inputs);
+    recomputation_writes.restore();
     check_same(again, replay.outputs);
     Tensor target;
-    for (std::size_t i = 0; i < again.size(); ++i) {
-      if (!is_floating(again[i].dtype()) || !output_grads[i].defined()) continue;
-      Tensor term = ops::sum(again[i] * output_grads[i]);
+    for (std::size_t k = 0; k < replay.computed.size(); ++k) {
+      const Tensor& out = again[replay.computed[k]];
+      if (!is_floating(out.dtype()) || !output_grads[k].defined()) continue;
+      Tensor term = ops::sum(out * output_grads[k]);
       if (target.defined() && term.dtype() != target.dtype()) term = ops::cast(term, target.dtype());
       target = target.defined() ? target + term : term;
     }
+    // A tensor given twice (self-attention's query and value) gets its gradient once, at its first place.
+    std::set<std::uint64_t> seen;
     for (const auto* group : {&replay.inputs, &replay.trainables})
       for (const Tensor& t : *group) {
-        const bool differentiable = t.defined() && is_floating(t.dtype());
+        const bool differentiable = t.defined() && is_floating(t.dtype()) && seen.insert(t.id()).second;
         source_of.push_back(differentiable ? sources.size() : std::size_t(-1));
         if (differentiable) sources.push_back(t);
       }
@@ -100,16 +113,18 @@ RematFunction remat(RematFunction fn) {
   return [shared](const std::vector<Tensor>& inputs) {
     if (!autograd::detail::any_tape_recording()) {
       std::vector<Tensor> outputs = (*shared)(inputs);
-      check_outputs(outputs, inputs);
+      check_outputs(outputs);
       return outputs;
     }
     // A first call that builds layers (creates the Variables it reads) draws their initial values; the
-    // recomputation will not, so the pass whose random draws are replayed is run again after the build.
+    // recomputation will not, so the pass whose random draws are replayed is run again after the build, from
+    // the Variables' values before the first (its assignments undone).
     Replay replay;
     std::vector<Tensor> outputs;
     for (int pass = 0; pass < 2; ++pass) {
-      replay = Replay{shared, inputs, {}, random::thread_generator(), std::make_shared<random::detail::SeedLog>(), {}};
+      replay = Replay{shared, inputs, {}, random::thread_generator(), std::make_shared<random::detail::SeedLog>(), {}, {}};
       const std::uint64_t first_new_id = next_tensor_id();
+      AssignJournal pass_writes;
       {
         autograd::detail::ForwardWithoutTape forward(inputs);
         const random::detail::UseSeedLog use_seeds(*replay.seeds);
@@ -119,19 +134,52 @@ RematFunction remat(RematFunction fn) {
       const bool built = std::any_of(replay.trainables.begin(), replay.trainables.end(),
                                      [&](const Tensor& t) { return t.id() >= first_new_id; });
       if (!built) break;
+      pass_writes.restore();
       check(pass == 0, "remat: the function created new Variables on its second call too ({} read); a function "
             "to rematerialize must read the same Variables each time (build its layers once, outside it or on "
             "its first call)", replay.trainables.size());
     }
-    check_outputs(outputs, inputs);
+    check_outputs(outputs);
     for (const Tensor& t : outputs) replay.outputs.push_back({t.shape(), t.dtype()});
+    replay.computed = computed_outputs(outputs, inputs);
     std::vector<Tensor> node_inputs = inputs;
     node_inputs.insert(node_inputs.end(), replay.trainables.begin(), replay.trainables.end());
-    if (autograd::needs_recording(node_inputs))
-      autograd::record("remat", node_inputs, outputs,
+    std::vector<Tensor> node_outputs;
+    for (const std::size_t i : replay.computed) node_outputs.push_back(outputs[i]);
+    if (!node_outputs.empty() && autograd::needs_recording(node_inputs))
+      autograd::record("remat", node_inputs, node_outputs,
                        [replay = std::move(replay)](const std::vector<Tensor>& g) { return backward(replay, g); });
     return outputs;
   };
+}
+
+}  // namespace loom
+
+namespace loom {
+
+namespace {
+thread_local std::vector<const RematScope*> remat_scopes;  // innermost last
+}  // namespace
+
+RematScope::RematScope(RematMode mode) : mode_(std::move(mode)) {
+  static const std::vector<std::string> modes{"full", "activations", "larger_than", "list_of_layers"};
+  check(!mode_.mode || std::find(modes.begin(), modes.end(), *mode_.mode) != modes.end(),
+        "RematScope: unknown mode '{}'; expected \"full\", \"activations\", \"larger_than\", \"list_of_layers\" or "
+        "none (std::nullopt)", mode_.mode.value_or(""));
+  check(mode_.output_size_threshold >= 0, "RematScope: output_size_threshold must be >= 0, got {}",
+        mode_.output_size_threshold);
+  remat_scopes.push_back(this);
+}
+
+RematScope::~RematScope() {
+  // Scopes end in reverse order when they live on the stack; one held elsewhere leaves from where it is.
+  const auto it = std::find(remat_scopes.rbegin(), remat_scopes.rend(), this);
+  if (it != remat_scopes.rend()) remat_scopes.erase(std::next(it).base());
+}
+
+std::optional<RematMode> current_remat_mode() {
+  if (remat_scopes.empty()) return std::nullopt;
+  return remat_scopes.back()->mode();
 }
 
 }  // namespace loom

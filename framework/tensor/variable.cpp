@@ -93,7 +93,8 @@ void AssignJournal::stop() {
 }
 
 void AssignJournal::record(const Variable& variable) {
-  if (!seen_.insert(variable.id()).second) return;
+  if (previous_ != nullptr) previous_->record(variable);
+  if (!recording_ || !seen_.insert(variable.id()).second) return;
   NoGradGuard no_grad;
   saved_.emplace_back(variable, ops::clone(variable.value()));
 }

@@ -67,7 +67,8 @@ class Variable {
 
 /// While alive, keeps the value every Variable had before its first assign on this thread, so that a step
 /// found bad after its forward pass (a NaN loss) can put back what the forward wrote (BatchNormalization's
-/// moving statistics). Journals nest: the innermost one records.
+/// moving statistics). Journals nest: every open journal records (an outer one keeps the value from before an
+/// inner one's assigns, so it restores correctly even after the inner one restored or stopped).
 class AssignJournal {
  public:
   AssignJournal();

@@ -10,7 +10,7 @@ Activation::Activation(activations::Activation activation, ActivationOptions opt
 Tensor Activation::call(const Tensor& x, bool) {
   check(is_floating(x.dtype()), "{}: expected a float32 or float64 input, got {} of shape {}", name(), x.dtype(),
         x.shape());
-  return activation_(x);
+  return apply_activation(activation_, x);
 }
 
 }  // namespace loom::layers

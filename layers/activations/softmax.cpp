@@ -33,7 +33,7 @@ Tensor Softmax::run_with_mask(const Tensor& x, const Tensor& mask, bool training
     return record_call(masked ? std::vector<Tensor>{x, mask} : std::vector<Tensor>{x}, call, std::move(owner))
         .front();
   }
-  const Tensor y = call_with_mask(x, mask, training);
+  const Tensor y = call_on_data(x, mask, training);
   note_output(y);
   // Keras sets the call's mask on the output (its compute_mask passes the mask on).
   return y.with_keras_mask(keep_mask(x, mask));

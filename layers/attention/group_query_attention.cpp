@@ -169,7 +169,7 @@ Tensor GroupQueryAttention::operator()(const Tensor& query, const Tensor& value,
                                        const GroupQueryAttentionCall& options) & {
   if (detail::any_symbolic_input(query, value, options))
     return record_attention(query, value, options, false, nullptr)[0];
-  return run(query, value, options, false).output;
+  return run_rematerialized(query, value, options, false).output;
 }
 
 Tensor GroupQueryAttention::operator()(const Tensor& query, const Tensor& value,
@@ -186,7 +186,20 @@ AttentionWithScores GroupQueryAttention::call_with_scores(const Tensor& query, c
     auto outputs = record_attention(query, value, options, true, nullptr);
     return {outputs[0], outputs[1]};
   }
-  return run(query, value, options, true);
+  return run_rematerialized(query, value, options, true);
+}
+
+AttentionWithScores GroupQueryAttention::run_rematerialized(const Tensor& query, const Tensor& value,
+                                          const GroupQueryAttentionCall& options, bool want_scores) {
+  if (!remat_mode()) return run(query, value, options, want_scores);
+  const auto output_shapes = [&] {
+    std::vector<Shape> shapes{compute_output_shape(query.shape())};
+    if (want_scores) shapes.push_back(detail::attention_scores_shape(query, value, options_.num_query_heads));
+    return shapes;
+  };
+  const std::vector<Tensor> out = rematerialized_call(detail::attention_run_inputs(query, value, options), options.training, output_shapes,
+                                                      detail::attention_run_call<GroupQueryAttention>(&GroupQueryAttention::run, options, want_scores));
+  return {out[0], want_scores ? out[1] : Tensor()};
 }
 
 Tensor GroupQueryAttention::call(const Tensor& x, bool training) {

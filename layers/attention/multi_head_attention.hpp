@@ -138,6 +138,9 @@ class MultiHeadAttention : public Layer {
   /// Records the call on symbolic inputs as a graph node (with the scores as a second output when asked).
   std::vector<Tensor> record_attention(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options,
                                        bool want_scores, std::shared_ptr<Layer> owner);
+  /// run() under the layer's remat mode (Layer::rematerialized_call).
+  AttentionWithScores run_rematerialized(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options,
+                                         bool want_scores);
   AttentionWithScores run(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& options,
                           bool want_scores);
   void build_from(const Shape& query_shape, const Shape& value_shape, const Shape& key_shape, DType dtype);

@@ -110,7 +110,12 @@ Tensor TransformerEncoder::operator()(const Tensor& x, const TransformerEncoderC
           "{}: padding_mask must have shape {} ([batch, seq] of the input {}), got {}", name(), tokens, x.shape(),
           options.padding_mask.shape());
   }
-  Tensor y = forward(x, options);
+  auto run = [options](Layer& self, const std::vector<Tensor>& in, bool training) {
+    TransformerEncoderCall o = options;
+    o.training = training;
+    return std::vector<Tensor>{static_cast<TransformerEncoder&>(self).forward(in[0], o)};
+  };
+  const Tensor y = rematerialized_call({x}, options.training, [&] { return std::vector<Shape>{x.shape()}; }, run)[0];
   note_output(y);
   return y;
 }

@@ -206,7 +206,7 @@ Tensor BaseConv::call(const Tensor& x, bool) {
     if (spec_.data_format == "channels_first") bias_shape.resize(spec_.rank + 1, 1);
     y = y + ops::reshape(bias_.value(), bias_shape);
   }
-  return activation_(y);
+  return apply_activation(activation_, y);
 }
 
 }  // namespace loom::layers

@@ -43,7 +43,7 @@ Tensor Dense::call(const Tensor& x, bool) {
   check(x.dtype() == dtype(), "{}: expected a {} input (the dtype of its weights), got {} of shape {}", name(), dtype(),
         x.dtype(), x.shape());
   // One gemm over all leading axes, the bias added inside it.
-  return activation_(ops::dense(x, kernel_, bias_.defined() ? bias_.value() : Tensor()));
+  return apply_activation(activation_, ops::dense(x, kernel_, bias_.defined() ? bias_.value() : Tensor()));
 }
 
 }  // namespace loom::layers

@@ -138,10 +138,10 @@ Tensor EinsumDense::call(const Tensor& x, bool) {
   check(a.kernel_shape == kernel_.shape(),
         "{}: an input of shape {} needs a kernel of shape {} for equation '{}', but the layer was built with {}",
         name(), x.shape(), a.kernel_shape, equation_, kernel_.shape());
-  if (auto y = call_as_dense(x, a.output_shape)) return activation_(*y);
+  if (auto y = call_as_dense(x, a.output_shape)) return apply_activation(activation_, *y);
   Tensor y = ops::einsum(equation_, x, kernel_);
   if (bias_.defined()) y = y + bias_.value();  // the bias covers the trailing output axes, so it broadcasts
-  return activation_(y);
+  return apply_activation(activation_, y);
 }
 
 std::optional<Tensor> EinsumDense::call_as_dense(const Tensor& x, const Shape& output_shape) const {

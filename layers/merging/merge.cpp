@@ -75,15 +75,15 @@ Tensor Merge::operator()(const std::vector<Tensor>& inputs, bool training) && {
   return self.run(inputs, training, std::move(owned));
 }
 
-Tensor Merge::run(const std::vector<Tensor>& inputs, bool, std::shared_ptr<Layer> owner) {
+Tensor Merge::run(const std::vector<Tensor>& inputs, bool training, std::shared_ptr<Layer> owner) {
   check_inputs(inputs);
   std::vector<Shape> shapes;
   for (const auto& x : inputs) shapes.push_back(x.shape());
   compute_output_shape(shapes);
   if (!built()) mark_built(inputs[0].dtype());
   if (graph::any_symbolic(inputs)) {
-    auto call = [](Layer& layer, const std::vector<Tensor>& values, bool training) {
-      return std::vector<Tensor>{static_cast<Merge&>(layer)(values, training)};
+    auto call = [](Layer& layer, const std::vector<Tensor>& values, bool t) {
+      return std::vector<Tensor>{static_cast<Merge&>(layer)(values, t)};
     };
     return record_call(inputs, call, std::move(owner)).front();
   }
@@ -97,7 +97,11 @@ Tensor Merge::run(const std::vector<Tensor>& inputs, bool, std::shared_ptr<Layer
     for (auto& x : merged_inputs)
       while (x.ndim() < rank) x = ops::expand_dims(x, 1);
   }
-  const Tensor y = merge(merged_inputs);
+  auto run = [](Layer& self, const std::vector<Tensor>& in, bool) {
+    return std::vector<Tensor>{static_cast<Merge&>(self).merge(in)};
+  };
+  const Tensor y = rematerialized_call(merged_inputs, training,
+                                       [&] { return std::vector<Shape>{compute_output_shape(shapes)}; }, run)[0];
   note_output(y);
   if (y.keras_mask().defined()) return y;
   const Tensor mask = compute_mask(inputs, masks);

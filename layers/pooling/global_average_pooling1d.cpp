@@ -39,7 +39,7 @@ Tensor GlobalAveragePooling1D::run_with_mask(const Tensor& x, const Tensor& mask
     return record_call(masked ? std::vector<Tensor>{x, mask} : std::vector<Tensor>{x}, call, std::move(owner))
         .front();
   }
-  const Tensor y = call_with_mask(x, mask, training);
+  const Tensor y = call_on_data(x, mask, training);
   note_output(y);
   return y;
 }

@@ -93,4 +93,16 @@ std::vector<Tensor> attention_node_inputs(const Tensor& query, const Tensor& val
   return {query, value, o.key, o.query_mask, o.value_mask, o.key_mask, o.attention_mask};
 }
 
+Shape attention_scores_shape(const Tensor& query, const Tensor& value, std::int64_t heads) {
+  Shape shape{query.ndim() > 0 ? query.size(0) : 1, heads};
+  for (const Tensor* t : {&query, &value})
+    for (std::int64_t i = 1; i + 1 < t->ndim(); ++i) shape.push_back(t->size(i));
+  return shape;
+}
+
+std::vector<Tensor> attention_run_inputs(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& o) {
+  if (o.key.defined()) return {query, value, o.key};
+  return {query, value};
+}
+
 }  // namespace loom::layers::detail

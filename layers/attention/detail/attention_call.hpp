@@ -59,4 +59,23 @@ auto attention_node_call(const MultiHeadAttentionCall& call, bool want_scores) {
   };
 }
 
+/// What a rematerialized call runs: the layer's own computation `run` (a pointer to its member) on query,
+/// value and, when the call has one, key, with the call's other arguments.
+template <class AttentionLayer, class Run>
+auto attention_run_call(Run run, const MultiHeadAttentionCall& call, bool want_scores) {
+  return [run, call, want_scores](Layer& self, const std::vector<Tensor>& v, bool training) {
+    MultiHeadAttentionCall o = call;
+    o.key = v.size() > 2 ? v[2] : Tensor();
+    o.training = training;
+    const AttentionWithScores r = (static_cast<AttentionLayer&>(self).*run)(v[0], v[1], o, want_scores);
+    return want_scores ? std::vector<Tensor>{r.output, r.scores} : std::vector<Tensor>{r.output};
+  };
+}
+
+/// The shape of the attention scores: [batch, heads, query's attention axes..., value's attention axes...].
+Shape attention_scores_shape(const Tensor& query, const Tensor& value, std::int64_t heads);
+
+/// The differentiable tensors of a call, as attention_run_call takes them: query, value and key if given.
+std::vector<Tensor> attention_run_inputs(const Tensor& query, const Tensor& value, const MultiHeadAttentionCall& call);
+
 }  // namespace loom::layers::detail
