@@ -25,21 +25,17 @@
 // alone (2*N*H*W*Cin*Cout*9 per conv forward, 3x that forward + backward: the input's and the kernel's
 // gradients), and peak RSS (ru_maxrss; "RSS base" is the peak before the network is built: loom with OpenBLAS
 // loaded, PyTorch after its import). Defaults: 5 rounds of 8 steps after 2 warm-up steps, about 2 minutes.
-#include <sys/resource.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "benchmarks/rounds.hpp"
 #include "benchmarks/sgemm_rate.hpp"
 #include "framework/runtime/detail/gemm.hpp"
 #include "framework/runtime/detail/parallel.hpp"
@@ -47,6 +43,12 @@
 
 using namespace loom;
 namespace L = loom::layers;
+using benchmarks::Fields;
+using benchmarks::median;
+using benchmarks::number;
+using benchmarks::peak_rss_mib;
+using benchmarks::quoted;
+using benchmarks::run_child;
 
 namespace {
 
@@ -55,21 +57,8 @@ constexpr int kConvs = 2 * kBlocks;
 /// FLOPs of one conv forward: 2 * N*H*W * Cin*9 * Cout.
 constexpr double kConvFlop = 2.0 * kBatch * kSize * kSize * kChannels * 9 * kChannels;
 
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return double(usage.ru_maxrss) / 1024.0;  // KiB on Linux
-}
-
 double ms_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
 }
 
 // ---- one loom measurement ----
@@ -151,54 +140,6 @@ int run_sgemm() {
 
 // ---- the driver ----
 
-using Fields = std::map<std::string, std::string>;
-
-/// Runs `command` (through the shell) and returns the fields of the line it prints that starts with `tag`,
-/// "tag key=value key=value ..."; empty (with the output echoed) when there is none.
-Fields run_child(const std::string& command, const std::string& tag) {
-  std::FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return {};
-  std::string output;
-  char buffer[4096];
-  while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
-  const int status = pclose(pipe);
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(tag + " ", 0) != 0) continue;
-    Fields fields;
-    std::istringstream words(line.substr(tag.size() + 1));
-    for (std::string word; words >> word;)
-      if (const auto eq = word.find('='); eq != std::string::npos) fields[word.substr(0, eq)] = word.substr(eq + 1);
-    return fields;
-  }
-  fmt::print(stderr, "no '{}' line from `{}` (status {}):\n{}\n", tag, command, status, output);
-  return {};
-}
-
-double number(const Fields& fields, const std::string& key) {
-  const auto it = fields.find(key);
-  return it == fields.end() ? 0.0 : std::atof(it->second.c_str());
-}
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-std::string self_path() {
-  std::vector<char> buffer(4096);
-  const ssize_t n = readlink("/proc/self/exe", buffer.data(), buffer.size() - 1);
-  return n > 0 ? std::string(buffer.data(), std::size_t(n)) : std::string("bench_conv");
-}
-
-/// The peer next to this source file.
-std::string default_peer() {
-  const std::string here = __FILE__;
-  const auto slash = here.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : here.substr(0, slash)) + "/peer_torch.py";
-}
-
 struct Series {
   std::vector<double> step, fwd, bwd, rss, base;
   void add(const Fields& f) {
@@ -226,7 +167,7 @@ int main(int argc, char** argv) {
   if (args.size() == 1 && args[0] == "sgemm") return run_sgemm();
 
   int rounds = 5, steps = 8, warmup = 2;
-  std::string python = "python3", peer = default_peer(), peer_env;
+  std::string python = "python3", peer = benchmarks::next_to(__FILE__, "peer_torch.py"), peer_env;
   bool torch = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const bool has_value = i + 1 < args.size();
@@ -243,7 +184,7 @@ int main(int argc, char** argv) {
 
   const BlasInfo blas = blas_info();
   const int threads = blas.threads;
-  const std::string self = quoted(self_path());
+  const std::string self = quoted(benchmarks::self_path("bench_conv"));
   const std::string loom_cmd = fmt::format("{} loom {} {}", self, steps, warmup);
   auto torch_cmd = [&](const char* format) {
     const std::string env = peer_env.empty() ? std::string() : fmt::format("env{} ", peer_env);

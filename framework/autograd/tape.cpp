@@ -205,12 +205,22 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       for (const auto& out : rec.nodes[n].outputs) depends_on_source.insert(out.id);
   }
 
-  // Backward sweep in reverse recording order (which is topological).
+  // Backward sweep in reverse recording order (which is topological). Memory falls as it goes, as in PyTorch:
+  // a gradient is dropped once the node that produced its tensor has used it (the sources' are the result),
+  // and a non-persistent tape frees each node's backward rule, with the tensors it saved, once it has run (the
+  // tape counts as used from here, so that a gradient() that throws midway is not retried on a half-freed tape).
+  const bool keep_nodes = rec.options.persistent;
+  if (!keep_nodes) rec.used = true;
+  std::unordered_set<std::uint64_t> wanted;
+  for (const auto& s : sources) wanted.insert(s.id());
   std::unordered_map<std::uint64_t, Tensor> grads;
   grads[target.id()] = output_gradient.defined() ? output_gradient : Tensor::ones_like(target);
   for (std::size_t n = rec.nodes.size(); n-- > 0;) {
-    if (!relevant[n]) continue;
-    const TapeNode& node = rec.nodes[n];
+    TapeNode& node = rec.nodes[n];
+    if (!relevant[n]) {
+      if (!keep_nodes) node.backward = nullptr;
+      continue;
+    }
     std::vector<Tensor> output_grads;
     bool any = false;
     for (const auto& out : node.outputs) {
@@ -218,7 +228,10 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       any = any || it != grads.end();
       output_grads.push_back(it != grads.end() ? it->second : Tensor::zeros(out.shape, out.dtype));
     }
-    if (!any) continue;
+    if (!any) {
+      if (!keep_nodes) node.backward = nullptr;
+      continue;
+    }
     std::vector<Tensor> input_grads;
     {
       const ReplayingOp replaying_node(node.op);
@@ -227,6 +240,10 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
         numerics::check_finite(node.op, output_grads, input_grads,
                                {.backward_rule = true, .gradient_of = replaying_node.outer()});
     }
+    output_grads.clear();
+    for (const auto& out : node.outputs)
+      if (!wanted.count(out.id)) grads.erase(out.id);
+    if (!keep_nodes) node.backward = nullptr;
     check(input_grads.size() == node.inputs.size(), "GradientTape.gradient: the backward rule of '{}' returned {} "
           "gradients for {} inputs", node.op, input_grads.size(), node.inputs.size());
     for (std::size_t i = 0; i < node.inputs.size(); ++i) {

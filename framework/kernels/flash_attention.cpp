@@ -13,6 +13,7 @@
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/flash_attention_kernels.hpp"
 #include "framework/ops/elementwise.hpp"
+#include "framework/ops/shape.hpp"
 #include "framework/runtime/detail/parallel.hpp"
 #include "framework/runtime/simd.hpp"
 
@@ -240,8 +241,11 @@ namespace {
 /// The forward kernel, recorded on the tape with the fused backward: with S = scale * Q K^T (masked),
 /// P = softmax(S), O = P V and D = rowsum(dO * O): dV = P^T dO, dS = P * (dO V^T - D), dQ = scale * dS K,
 /// dK = scale * dS^T Q (P recomputed block by block from the saved log-sum-exp).
-std::pair<std::shared_ptr<const Prepared>, Forward> recorded_forward(const Tensor& q, const Tensor& k,
-                                                                      const Tensor& v, const AttentionOptions& o) {
+std::pair<std::shared_ptr<const Prepared>, Forward> recorded_forward(const Tensor& q_in, const Tensor& k_in,
+                                                                      const Tensor& v_in, const AttentionOptions& o) {
+  // Strided inputs (heads-first views of the projections) are made contiguous by the recorded op, so that the
+  // node keeps the copies the kernels read and not the callers' views, whose buffers can then be freed.
+  const Tensor q = ops::contiguous(q_in), k = ops::contiguous(k_in), v = ops::contiguous(v_in);
   auto prepared = std::make_shared<const Prepared>(prepare(q, k, v, o));
   Forward f = run_forward(*prepared);
   if (autograd::needs_recording({&q, &k, &v}))

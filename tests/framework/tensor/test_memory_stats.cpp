@@ -66,6 +66,52 @@ TEST_CASE("memory_stats sees a training step's activations in its peak and none 
   CHECK(after.live_bytes == before.live_bytes);
 }
 
+TEST_CASE("the backward pass frees each saved activation and each gradient once it is used", "[memory_stats]") {
+  // A chain of 16 tanh: each keeps its output (1 MiB) for the backward pass. Were the sweep to keep every
+  // node's saved tensors and every intermediate gradient to the end, its peak would be twice the activations.
+  const std::int64_t mib = 1 << 20;
+  const Tensor x = Tensor::randn({mib / 8}, DType::f64, 3);
+  const std::int64_t before = memory_stats().live_bytes;
+  GradientTape tape;
+  tape.watch(x);
+  Tensor h = x;
+  for (int i = 0; i < 16; ++i) h = ops::tanh(h);
+  const std::int64_t after_forward = memory_stats().live_bytes - before;
+  CHECK(after_forward >= 16 * mib);
+  reset_peak_memory_stats();
+  const Tensor loss = ops::sum(h);
+  h = Tensor();
+  const Tensor grad = tape.gradient(loss, {x})[0];
+  const std::int64_t backward_peak = memory_stats().peak_live_bytes - before;
+  INFO("after the forward pass " << after_forward << " bytes, peak of the backward pass " << backward_peak);
+  CHECK(backward_peak <= after_forward + 4 * mib);  // the gradients in flight: about 3 MiB
+  CHECK(memory_stats().live_bytes - before <= 2 * mib);  // the gradient (and x's view of nothing else)
+  CHECK(grad.shape() == x.shape());
+  REQUIRE_THROWS_WITH(tape.gradient(loss, {x}), Catch::Contains("non-persistent tape can only compute gradients once"));
+}
+
+TEST_CASE("flash attention on strided views keeps its contiguous copies, not the viewed buffers", "[memory_stats]") {
+  // Heads-first views of [B, T, heads, d] projections, as MultiHeadAttention passes them.
+  const std::int64_t B = 2, T = 256, N = 4, d = 32, bytes = B * T * N * d * 4;
+  GradientTape tape;
+  Tensor out;
+  std::int64_t before = 0;
+  {
+    const Tensor q = Tensor::randn({B, T, N, d}, DType::f32, 4), k = Tensor::randn({B, T, N, d}, DType::f32, 5),
+                 v = Tensor::randn({B, T, N, d}, DType::f32, 6);
+    for (const Tensor& t : {q, k, v}) tape.watch(t);
+    before = memory_stats().live_bytes - 3 * bytes;
+    const std::vector<std::int64_t> heads_first{0, 2, 1, 3};
+    out = ops::scaled_dot_product_attention(ops::permute(q, heads_first), ops::permute(k, heads_first),
+                                            ops::permute(v, heads_first), {.impl = ops::AttentionImpl::Flash});
+  }
+  // Kept: the three copies, the output and the log-sum-exp; the three [B, T, N, d] buffers are gone.
+  const std::int64_t kept = memory_stats().live_bytes - before;
+  INFO("kept " << kept << " bytes; one tensor is " << bytes);
+  CHECK(kept < 5 * bytes);
+  CHECK(kept >= 4 * bytes);
+}
+
 TEST_CASE("memory_stats reports freed large blocks as cached until they serve again", "[memory_stats]") {
   for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
     if (std::getenv(variable) != nullptr) return skip_test(std::string(variable) + " is set: malloc is tuned by the user");
