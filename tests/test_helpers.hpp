@@ -4,6 +4,7 @@
 // `using namespace loom::testing;`.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iostream>
@@ -53,6 +54,26 @@ inline void check_close(const std::vector<double>& got, const std::vector<double
 /// The same with one tolerance, both relative and absolute.
 inline void check_close(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-12) {
   check_close(got, want, tol, tol);
+}
+
+/// CHECKs that each tensor of `got` equals its twin in `want`: bit for bit when `relative` is 0, else within
+/// `relative` of the twin's largest magnitude (gradients summed in another order).
+inline void check_same_tensors(const std::vector<Tensor>& got, const std::vector<Tensor>& want, double relative = 0.0) {
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    REQUIRE(got[i].defined());
+    REQUIRE(want[i].defined());
+    const std::vector<double> x = values(got[i]), y = values(want[i]);
+    REQUIRE(x.size() == y.size());
+    double worst = 0, scale = 0;
+    for (std::size_t k = 0; k < x.size(); ++k) {
+      worst = std::max(worst, std::abs(x[k] - y[k]));
+      scale = std::max(scale, std::abs(y[k]));
+    }
+    INFO("tensor " << i << ": largest difference " << worst << " at scale " << scale);
+    if (relative == 0.0) CHECK(x == y);
+    else CHECK(worst <= relative * scale);
+  }
 }
 
 /// REQUIREs that gradcheck (first order) or gradgradcheck (second order) passes, showing its message if not.

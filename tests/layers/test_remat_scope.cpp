@@ -68,33 +68,7 @@ Tensors step(L::Layer& model, const Tensor& x) {
   return grads;
 }
 
-void check_identical(const Tensors& a, const Tensors& b) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    INFO("tensor " << i);
-    REQUIRE(a[i].defined());
-    REQUIRE(b[i].defined());
-    CHECK(values(a[i]) == values(b[i]));
-  }
-}
-
 const Tensor inputs = Tensor::randn({8, 5}, DType::f64, 21);
-
-/// Equal to rounding: within `relative` of the largest magnitude.
-void check_close(const Tensors& a, const Tensors& b, double relative) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const std::vector<double> x = values(a[i]), y = values(b[i]);
-    REQUIRE(x.size() == y.size());
-    double worst = 0, scale = 0;
-    for (std::size_t k = 0; k < x.size(); ++k) {
-      worst = std::max(worst, std::abs(x[k] - y[k]));
-      scale = std::max(scale, std::abs(y[k]));
-    }
-    INFO("tensor " << i << ": largest difference " << worst << " at scale " << scale);
-    CHECK(worst <= relative * scale);
-  }
-}
 
 /// A small stack made the same way each time (same names, same initial values): Dense with a counted
 /// activation, LayerNormalization, Dropout, a counting layer, Dense.
@@ -130,7 +104,7 @@ TEST_CASE("RematScope full: every layer made inside recomputes its call, gradien
   CHECK(plain.dense_activations == 1);
   CHECK(plain.counting_calls == 1);
   const Tensors got = full.run(inputs);
-  check_identical(got, want);
+  check_same_tensors(got, want);
   // The forward pass, the Sequential's recomputation, and inside it each layer's own: 3 runs of each call.
   CHECK(full.dense_activations == 3);
   CHECK(full.counting_calls == 3);
@@ -142,7 +116,7 @@ TEST_CASE("RematScope larger_than: only calls whose output exceeds the threshold
   Stack plain(std::nullopt), scoped(RematMode{.mode = "larger_than", .output_size_threshold = 100});
   const Tensors want = plain.run(inputs);
   const Tensors got = scoped.run(inputs);
-  check_identical(got, want);
+  check_same_tensors(got, want);
   CHECK(scoped.dense_activations == 2);  // the Dense (256 > 100), not the Sequential (8 x 3 = 24)
   CHECK(scoped.counting_calls == 1);     // 32 <= 100
   Stack wide(RematMode{.mode = "larger_than", .output_size_threshold = 256});
@@ -154,7 +128,7 @@ TEST_CASE("RematScope activations: only the activation function is recomputed", 
   Stack plain(std::nullopt), scoped(RematMode{.mode = "activations"});
   const Tensors want = plain.run(inputs);
   const Tensors got = scoped.run(inputs);
-  check_identical(got, want);
+  check_same_tensors(got, want);
   CHECK(scoped.dense_activations == 2);
   CHECK(scoped.counting_calls == 1);
 }
@@ -163,7 +137,7 @@ TEST_CASE("RematScope list_of_layers: the named layers only", "[remat][scope]") 
   Stack plain(std::nullopt), scoped(RematMode{.mode = "list_of_layers", .layer_names = {"counting_layer", "head"}});
   const Tensors want = plain.run(inputs);
   const Tensors got = scoped.run(inputs);
-  check_identical(got, want);
+  check_same_tensors(got, want);
   CHECK(scoped.dense_activations == 1);
   CHECK(scoped.counting_calls == 2);
 }
@@ -210,8 +184,8 @@ TEST_CASE("RematScope: a TransformerEncoder with dropout, first and second order
   };
   auto plain = make(std::nullopt), full = make(RematMode{}), large = make(RematMode{.mode = "larger_than"});
   const Tensors want = step(*plain, x);
-  check_identical(step(*full, x), want);
-  check_identical(step(*large, x), want);  // the intermediate Dense (2 x 6 x 16 = 192 elements) is not, at 1024
+  check_same_tensors(step(*full, x), want);
+  check_same_tensors(step(*large, x), want);  // the intermediate Dense (2 x 6 x 16 = 192 elements) is not, at 1024
 
 }
 
@@ -244,7 +218,7 @@ TEST_CASE("RematScope: second order under nested tapes", "[remat][scope]") {
   };
   auto plain = make(std::nullopt), full = make(RematMode{});
   // The outer tape adds the same terms in another order (see test_remat.cpp): equal to rounding.
-  check_close({second(*full)}, {second(*plain)}, 1e-13);
+  check_same_tensors({second(*full)}, {second(*plain)}, 1e-13);
 }
 
 TEST_CASE("RematScope: BatchNormalization updates its moving statistics once per step", "[remat][scope]") {
@@ -262,7 +236,7 @@ TEST_CASE("RematScope: BatchNormalization updates its moving statistics once per
     return model;
   };
   auto plain = make(std::nullopt), full = make(RematMode{});
-  for (int i = 0; i < 2; ++i) check_identical(step(*full, x), step(*plain, x));
+  for (int i = 0; i < 2; ++i) check_same_tensors(step(*full, x), step(*plain, x));
   const auto a = full->non_trainable_weights(), b = plain->non_trainable_weights();
   REQUIRE(a.size() == 2);
   REQUIRE(b.size() == 2);
@@ -280,7 +254,7 @@ TEST_CASE("RematScope: training a model made inside one gives the same weights",
     for (const Variable& w : stack.model->weights()) weights.push_back(w.value());
     return weights;
   };
-  check_identical(train(RematMode{}), train(std::nullopt));
+  check_same_tensors(train(RematMode{}), train(std::nullopt));
 }
 
 TEST_CASE("RematScope: a Functional model and multi-input layers made inside one", "[remat][scope]") {
@@ -312,9 +286,9 @@ TEST_CASE("RematScope: a Functional model and multi-input layers made inside one
   // outside it: its gradient is (add + (key + value)) instead of ((add + key) + value), equal to rounding.
   // The other gradients are bit for bit.
   const Tensors got = grads(*full), want = grads(*plain);
-  check_close(got, want, 1e-15);
-  check_identical({got[0]}, {want[0]});
-  check_identical(Tensors(got.begin() + 2, got.end()), Tensors(want.begin() + 2, want.end()));
+  check_same_tensors(got, want, 1e-15);
+  check_same_tensors({got[0]}, {want[0]});
+  check_same_tensors(Tensors(got.begin() + 2, got.end()), Tensors(want.begin() + 2, want.end()));
 }
 
 TEST_CASE("RematScope: a layer whose call returns its input passes it through", "[remat][scope]") {

@@ -49,30 +49,12 @@ Tensors gradients(const std::vector<Block>& blocks, const Tensor& x, bool use_re
   return tape.gradient(ops::sum(ops::square(h)), sources);
 }
 
-/// Bit for bit when `relative` is 0, else within `relative` of the largest magnitude.
-void check_identical(const Tensors& a, const Tensors& b, double relative = 0.0) {
-  REQUIRE(a.size() == b.size());
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    REQUIRE(a[i].defined());
-    const std::vector<double> x = values(a[i]), y = values(b[i]);
-    REQUIRE(x.size() == y.size());
-    double worst = 0, scale = 0;
-    for (std::size_t k = 0; k < x.size(); ++k) {
-      worst = std::max(worst, std::abs(x[k] - y[k]));
-      scale = std::max(scale, std::abs(y[k]));
-    }
-    INFO("gradient " << i << ": largest difference " << worst << " at scale " << scale);
-    if (relative == 0.0) CHECK(x == y);
-    else CHECK(worst <= relative * scale);
-  }
-}
-
 }  // namespace
 
 TEST_CASE("remat gives the gradients of the plain function bit for bit in float64", "[remat]") {
   const std::vector<Block> blocks = {Block(6, 1), Block(6, 3), Block(6, 5)};
   const Tensor x = Tensor::randn({4, 6}, DType::f64, 7);
-  check_identical(gradients(blocks, x, true), gradients(blocks, x, false));
+  check_same_tensors(gradients(blocks, x, true), gradients(blocks, x, false));
 }
 
 TEST_CASE("remat keeps only its inputs: a step's peak of live tensors falls", "[remat]") {
@@ -124,7 +106,7 @@ TEST_CASE("remat replays the random draws of unseeded dropout and of a seeded Dr
     return grads;
   };
   std::uint64_t after_plain = 0, after_remat = 0;
-  check_identical(run(true, after_remat), run(false, after_plain));
+  check_same_tensors(run(true, after_remat), run(false, after_plain));
   CHECK(after_plain == after_remat);
 }
 
@@ -145,7 +127,7 @@ TEST_CASE("remat works under nested tapes: second-order gradients match the plai
     }
     return outer.gradient(ops::sum(ops::square(g)), {x, block.w1.value()});
   };
-  check_identical(second_order(true), second_order(false), 1e-14);
+  check_same_tensors(second_order(true), second_order(false), 1e-14);
 }
 
 TEST_CASE("remat passes gradcheck and gradgradcheck in float64", "[remat][gradcheck]") {
@@ -180,7 +162,7 @@ TEST_CASE("remat passes an input returned as is through, and a tensor given twic
     CHECK(y[0].id() == x.id());
     return tape.gradient(ops::sum(y[0] * 3.0) + ops::sum(ops::square(y[1])), {x, w.value()});
   };
-  check_identical(grads(true), grads(false), 1e-15);
+  check_same_tensors(grads(true), grads(false), 1e-15);
   // Only passed through: no node, the gradient is the caller's.
   GradientTape tape;
   tape.watch(x);
@@ -228,7 +210,7 @@ TEST_CASE("remat around a Transformer block with dropout gives its gradients bit
   };
   const Tensors plain = run(false), rematerialized = run(true);
   CHECK(plain.size() > 10);
-  check_identical(rematerialized, plain);
+  check_same_tensors(rematerialized, plain);
 }
 
 TEST_CASE("remat of a layer built on its first call replays the draws made after the build", "[remat]") {
@@ -246,7 +228,7 @@ TEST_CASE("remat of a layer built on its first call replays the draws made after
   // d sum(y) / dx = (mask * 2) kernel^T, the mask being where y is not zero (keep 0.5 scales by 2).
   const Tensor mask = ops::cast(ops::not_equal(y, Tensor::scalar(0.0, DType::f64)), DType::f64) * 2.0;
   const Tensor want = ops::matmul(mask, dense.trainable_weights()[0].value().transpose());
-  check_identical({grad}, {want}, 1e-14);
+  check_same_tensors({grad}, {want}, 1e-14);
 
   int calls = 0;
   const auto fresh_layers = remat([&](const Tensors& in) {
