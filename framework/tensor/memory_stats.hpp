@@ -23,7 +23,7 @@ struct MemoryStats {
   std::int64_t live_buffers = 0;
   /// Tensor buffers made since the process started.
   std::int64_t allocations = 0;
-  /// Freed buffers of 32 MiB and more kept for the next allocation of their size (not in live_bytes).
+  /// Freed buffers of 1 MiB and more kept for the next buffer of their size class (not in live_bytes).
   std::int64_t cached_bytes = 0;
   /// The process's peak resident set size (getrusage's ru_maxrss), which no reset lowers.
   std::int64_t peak_rss_bytes = 0;

@@ -5,17 +5,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
-#include <mutex>
-#include <new>
 #include <vector>
-
-#include <malloc.h>
-#include <sys/mman.h>
 
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/strided.hpp"
 #include "framework/ops/ops.hpp"
+#include "framework/tensor/detail/buffer_pool.hpp"
 #include "framework/tensor/detail/memory_accounting.hpp"
 #include "framework/tensor/detail/tensor_impl.hpp"
 #include "framework/tensor/memory.hpp"
@@ -26,7 +21,6 @@ namespace loom {
 namespace {
 
 constexpr std::size_t kAlignment = 64;
-
 
 /// Symbolic tensors (framework/graph/symbolic.hpp) have no storage.
 void check_has_data(const Tensor& t, std::string_view what) {
@@ -50,118 +44,24 @@ T convert(auto value) {
   else return static_cast<T>(value);
 }
 
-/// Serves buffers below 32 MiB from the heap and keeps up to 1 GiB of freed heap for the next training step,
-/// unless the user tuned malloc themselves (docs/benchmarks.md, "op_overhead").
-bool tune_malloc_once() {
-  for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
-    if (std::getenv(variable) != nullptr) return false;
-  constexpr int kMmapThreshold = 32 << 20;
-  constexpr int kTrimThreshold = 1 << 30;
-  mallopt(M_MMAP_THRESHOLD, kMmapThreshold);
-  mallopt(M_TRIM_THRESHOLD, kTrimThreshold);
-  return true;
-}
-
-bool malloc_tuned() {
-  static const bool tuned = tune_malloc_once();
-  return tuned;
-}
-
-/// Freed blocks of 32 MiB and more (which glibc maps and unmaps one by one), kept for the next allocation of
-/// the same size, up to 512 MiB in all, unless the user tuned malloc themselves (docs/benchmarks.md,
-/// "op_overhead").
-class LargeBlocks {
- public:
-  static constexpr std::size_t kMinBytes = std::size_t(32) << 20;
-  static constexpr std::size_t kMaxKept = std::size_t(512) << 20;
-
-  /// A kept block of exactly `bytes` (the most recently kept, whose pages are likeliest in cache), or null.
-  std::byte* take(std::size_t bytes) {
-    const std::lock_guard lock(mutex_);
-    for (auto it = kept_.rbegin(); it != kept_.rend(); ++it)
-      if (it->bytes == bytes) {
-        std::byte* data = it->data;
-        total_ -= bytes;
-        kept_.erase(std::next(it).base());
-        detail::note_cached_bytes(-std::int64_t(bytes));
-        return data;
-      }
-    return nullptr;
-  }
-  /// Keeps a freed block when there is room; false when the caller must free it. Called from a destructor,
-  /// so it never throws: with no memory for the list's entry, the block is simply not kept.
-  bool keep(std::byte* data, std::size_t bytes) noexcept {
-    const std::lock_guard lock(mutex_);
-    if (total_ + bytes > kMaxKept) return false;
-    try {
-      kept_.push_back({data, bytes});
-    } catch (const std::bad_alloc&) {
-      return false;
-    }
-    total_ += bytes;
-    detail::note_cached_bytes(std::int64_t(bytes));
-    return true;
-  }
-
- private:
-  struct Block {
-    std::byte* data;
-    std::size_t bytes;
-  };
-  std::mutex mutex_;
-  std::vector<Block> kept_;
-  std::size_t total_ = 0;
-};
-
-/// Never destroyed: tensors held by other static objects may be freed after static destruction began.
-LargeBlocks& large_blocks() {
-  static auto* blocks = new LargeBlocks;
-  return *blocks;
-}
-
-bool is_large(std::size_t rounded) { return rounded >= LargeBlocks::kMinBytes && malloc_tuned(); }
-
-/// aligned_alloc wants a multiple of the alignment.
-std::size_t rounded_bytes(std::size_t bytes) { return (bytes + kAlignment - 1) / kAlignment * kAlignment; }
-
-/// Asks for transparent huge pages on the 2 MiB-aligned interior of a large fresh buffer, so that first touch
-/// faults once per 2 MiB rather than once per 4 KiB (docs/benchmarks.md, "op_overhead"). A hint: ignored
-/// where THP is off.
-void advise_huge_pages(std::byte* data, std::size_t bytes) {
-  constexpr std::uintptr_t kHugePage = 2 << 20;
-  if (bytes < 2 * kHugePage) return;
-  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + kHugePage - 1) & ~(kHugePage - 1);
-  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(kHugePage - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
-
 }  // namespace
 
 Storage::Storage(std::size_t bytes, bool zero) : bytes_(bytes) {
-  malloc_tuned();  // the first allocation tunes malloc
   if (bytes <= kInlineBytes) {
     const auto address = reinterpret_cast<std::uintptr_t>(inline_);
     data_ = inline_ + ((kAlignment - address % kAlignment) % kAlignment);
-    if (zero) std::memset(data_, 0, bytes);
-    detail::note_buffer_allocated(bytes);
-    return;
-  }
-  const std::size_t rounded = rounded_bytes(bytes);
-  data_ = is_large(rounded) ? large_blocks().take(rounded) : nullptr;
-  if (data_ == nullptr) {
-    data_ = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+  } else {
+    data_ = detail::allocate_buffer(bytes);
     if (data_ == nullptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
-    advise_huge_pages(data_, rounded);
   }
-  if (zero) std::memset(data_, 0, rounded);
+  if (zero) std::memset(data_, 0, bytes);
   detail::note_buffer_allocated(bytes);
 }
 
 Storage::~Storage() {
   detail::note_buffer_freed(bytes_);
   if (data_ >= inline_ && data_ < inline_ + sizeof(inline_)) return;
-  const std::size_t rounded = rounded_bytes(bytes_);
-  if (!(is_large(rounded) && large_blocks().keep(data_, rounded))) std::free(data_);
+  detail::free_buffer(data_, bytes_);
 }
 
 // ---- factories ----

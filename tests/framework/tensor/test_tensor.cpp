@@ -11,6 +11,8 @@
 
 #include "framework/io/xtensor.hpp"
 #include "framework/ops/ops.hpp"
+#include "framework/tensor/detail/buffer_pool.hpp"
+#include "framework/tensor/memory_stats.hpp"
 #include "framework/tensor/random.hpp"
 #include "framework/tensor/tensor.hpp"
 #include "tests/test_helpers.hpp"
@@ -62,7 +64,7 @@ TEST_CASE("storage is 64-byte aligned and ids are unique", "[tensor]") {
   CHECK(a.to_vector<float>()[0] == 4.0f);
 }
 
-TEST_CASE("a freed buffer of 32 MiB or more serves the next one of its size, zeroed when asked", "[tensor]") {
+TEST_CASE("a freed buffer of 1 MiB or more serves the next one of its size, zeroed when asked", "[tensor]") {
   // glibc would unmap it and hand out fresh pages (a page fault each); loom keeps it unless malloc was tuned
   // by the user.
   for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
@@ -89,6 +91,53 @@ TEST_CASE("a freed buffer of 32 MiB or more serves the next one of its size, zer
   const Tensor other = Tensor::zeros({(std::int64_t(8) << 20) + 16});
   CHECK(other.data<float>() != first);
   CHECK(reinterpret_cast<std::uintptr_t>(other.data<float>()) % 64 == 0);
+}
+
+TEST_CASE("nearby large sizes share a size class", "[tensor]") {
+  for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
+    if (std::getenv(variable) != nullptr) return skip_test(std::string(variable) + " is set: malloc is tuned by the user");
+  // 1100 KiB and 1050 KiB of float both round up to 1152 KiB (eight classes per power of two); 1200 KiB does not.
+  const float* first = nullptr;
+  {
+    const Tensor t = Tensor::empty({std::int64_t(1100) << 8});
+    first = t.data<float>();
+  }
+  {
+    const Tensor near = Tensor::empty({std::int64_t(1050) << 8});
+    CHECK(near.data<float>() == first);
+  }
+  const Tensor far = Tensor::empty({std::int64_t(1200) << 8});
+  CHECK(far.data<float>() != first);
+}
+
+TEST_CASE("a freed working set is kept whole for the next step, and no more than the most ever in use", "[tensor]") {
+  for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
+    if (std::getenv(variable) != nullptr) return skip_test(std::string(variable) + " is set: malloc is tuned by the user");
+  constexpr std::size_t kMiB = std::size_t(1) << 20;
+  const Shape block{std::int64_t(9) << 18};  // 9 MiB of float, a class of its own
+  auto step = [&] {
+    std::vector<Tensor> activations;
+    for (int i = 0; i < 40; ++i) activations.push_back(Tensor::full(block, 1.0));  // 360 MiB at once
+  };
+  auto page_faults = [] {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_minflt;
+  };
+  step();
+  const detail::PoolBytes after_first = detail::pool_bytes();
+  CHECK(after_first.most_in_use >= 360 * kMiB);
+  CHECK(after_first.kept >= 360 * kMiB);  // all 40 kept: the cap is the most ever in use
+  const long before = page_faults();
+  step();
+  // Fresh pages would fault 180 times at least (2 MiB pages; 92160 with 4 KiB ones).
+  CHECK(page_faults() - before < 40);
+  // A stream of buffers of other classes, one alive at a time, totalling far more than the high-water mark:
+  // the oldest kept ones are unmapped, so what is kept never exceeds it (or the 256 MiB floor).
+  for (std::int64_t i = 0; i < 200; ++i) { const Tensor t = Tensor::empty({(std::int64_t(5) << 18) + (i << 15)}); }
+  const detail::PoolBytes after_stream = detail::pool_bytes();
+  CHECK(after_stream.kept <= std::max(256 * kMiB, after_stream.most_in_use));
+  CHECK(after_stream.in_use == after_first.in_use);
 }
 
 TEST_CASE("views share storage, contiguous and clone copy", "[tensor]") {
