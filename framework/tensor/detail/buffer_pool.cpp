@@ -17,7 +17,6 @@ namespace loom::detail {
 
 namespace {
 
-constexpr std::size_t kAlignment = 64;
 /// Buffers from this size on are pooled and mapped one by one.
 constexpr std::size_t kPooledBytes = std::size_t(1) << 20;
 /// Freed pooled buffers are kept up to the most pooled bytes ever in use at once (a training step's own
@@ -38,10 +37,6 @@ bool tune_malloc_once() {
   return true;
 }
 
-bool pooling() {
-  static const bool tuned = tune_malloc_once();
-  return tuned;
-}
 
 /// The pooled buffers: those in use are counted, freed ones are kept oldest first, each reused only for a
 /// buffer of its own size class.
@@ -117,7 +112,7 @@ PooledBuffers& pooled_buffers() {
   return *pool;
 }
 
-bool is_pooled(std::size_t rounded) { return rounded >= kPooledBytes && pooling(); }
+bool is_pooled(std::size_t rounded) { return rounded >= kPooledBytes && buffers_are_pooled(); }
 
 /// Asks for transparent huge pages on the 2 MiB-aligned interior of a fresh mapping, so that first touch
 /// faults once per 2 MiB rather than once per 4 KiB (docs/benchmarks.md, "op_overhead"). A hint: ignored
@@ -130,14 +125,20 @@ void advise_huge_pages(std::byte* data, std::size_t bytes) {
   if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
-}  // namespace
-
+/// The bytes to ask for a buffer of `bytes`: 64-byte aligned, and its size class when pooled.
 std::size_t buffer_bytes(std::size_t bytes) {
-  const std::size_t aligned = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  const std::size_t aligned = (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   if (!is_pooled(aligned)) return aligned;
   // Eight classes per power of two: at most 12.5% more than asked, and nearby sizes share a class.
   const std::size_t step = std::bit_floor(aligned) / 8;
   return (aligned + step - 1) / step * step;
+}
+
+}  // namespace
+
+bool buffers_are_pooled() {
+  static const bool tuned = tune_malloc_once();
+  return tuned;
 }
 
 std::byte* allocate_buffer(std::size_t bytes) {
@@ -145,7 +146,7 @@ std::byte* allocate_buffer(std::size_t bytes) {
   const bool pooled = is_pooled(rounded);
   if (pooled)
     if (std::byte* kept = pooled_buffers().take(rounded)) return kept;
-  auto* data = static_cast<std::byte*>(std::aligned_alloc(kAlignment, rounded));
+  auto* data = static_cast<std::byte*>(std::aligned_alloc(kBufferAlignment, rounded));
   if (data != nullptr) advise_huge_pages(data, rounded);
   else if (pooled) pooled_buffers().not_made(rounded);
   return data;

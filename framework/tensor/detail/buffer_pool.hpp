@@ -2,16 +2,20 @@
 // Where Storage's buffers come from. Buffers of a megabyte and more are rounded up to a size class and each
 // has its own mapping (glibc maps them); a freed one is kept for the next buffer of its class, up to the most
 // pooled bytes ever in use at once, so that a training step reuses the last step's pages instead of faulting
-// fresh ones in, and what is not kept goes back to the kernel at once. Smaller buffers come from glibc's heap, which keeps freed memory for
-// the next step. docs/memory.md, "Where the bytes go", measures both.
+// fresh ones in, and what is not kept goes back to the kernel at once. Smaller buffers come from glibc's heap,
+// which keeps freed memory for the next step. docs/memory.md, "Where the bytes go", measures both.
 #include <cstddef>
 
 namespace loom::detail {
 
-/// The bytes to ask for a buffer of `bytes` (64-byte aligned): its size class for a pooled buffer.
-std::size_t buffer_bytes(std::size_t bytes);
+/// Every tensor buffer, pooled, from the heap or inline in its Storage, starts on this boundary.
+inline constexpr std::size_t kBufferAlignment = 64;
 
-/// A 64-byte-aligned buffer of buffer_bytes(bytes) bytes, or null when memory is exhausted.
+/// False when the user tuned malloc (MALLOC_*_ or GLIBC_TUNABLES set): then nothing is pooled and glibc
+/// serves every buffer as it was told to.
+bool buffers_are_pooled();
+
+/// A buffer of at least `bytes` (rounded up to its size class when pooled), or null when memory is exhausted.
 std::byte* allocate_buffer(std::size_t bytes);
 
 /// Gives back a buffer from allocate_buffer(bytes). Never throws.

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -67,8 +66,7 @@ TEST_CASE("storage is 64-byte aligned and ids are unique", "[tensor]") {
 TEST_CASE("a freed buffer of 1 MiB or more serves the next one of its size, zeroed when asked", "[tensor]") {
   // glibc would unmap it and hand out fresh pages (a page fault each); loom keeps it unless malloc was tuned
   // by the user.
-  for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
-    if (std::getenv(variable) != nullptr) return skip_test(std::string(variable) + " is set: malloc is tuned by the user");
+  if (!detail::buffers_are_pooled()) return skip_test("malloc is tuned by the user (MALLOC_*_ or GLIBC_TUNABLES)");
   const Shape large{std::int64_t(8) << 20};  // 32 MiB of float
   auto page_faults = [] {
     rusage usage{};
@@ -94,8 +92,7 @@ TEST_CASE("a freed buffer of 1 MiB or more serves the next one of its size, zero
 }
 
 TEST_CASE("nearby large sizes share a size class", "[tensor]") {
-  for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
-    if (std::getenv(variable) != nullptr) return skip_test(std::string(variable) + " is set: malloc is tuned by the user");
+  if (!detail::buffers_are_pooled()) return skip_test("malloc is tuned by the user (MALLOC_*_ or GLIBC_TUNABLES)");
   // 1100 KiB and 1050 KiB of float both round up to 1152 KiB (eight classes per power of two); 1200 KiB does not.
   const float* first = nullptr;
   {
@@ -111,8 +108,7 @@ TEST_CASE("nearby large sizes share a size class", "[tensor]") {
 }
 
 TEST_CASE("a freed working set is kept whole for the next step, and no more than the most ever in use", "[tensor]") {
-  for (const char* variable : {"MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_", "GLIBC_TUNABLES"})
-    if (std::getenv(variable) != nullptr) return skip_test(std::string(variable) + " is set: malloc is tuned by the user");
+  if (!detail::buffers_are_pooled()) return skip_test("malloc is tuned by the user (MALLOC_*_ or GLIBC_TUNABLES)");
   constexpr std::size_t kMiB = std::size_t(1) << 20;
   const Shape block{std::int64_t(9) << 18};  // 9 MiB of float, a class of its own
   auto step = [&] {  // 360 MiB at once; returns where the buffers were
