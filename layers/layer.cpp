@@ -50,7 +50,8 @@ Layer::Layer(std::string_view default_name, std::optional<std::string> name)
     : base_name_(default_name),
       name_(name ? std::move(*name) : unique_layer_name(default_name)),
       path_(name_),
-      remat_mode_(current_remat_mode()) {
+      remat_mode_(current_remat_mode()),
+      dtype_policy_(mixed_precision::global_policy()) {
   check(!name_.empty() && name_.find('/') == std::string::npos,
         "Layer: a layer name must be non-empty and contain no '/', got '{}'", name_);
 }
@@ -72,7 +73,8 @@ Layer::Layer(Layer&& other) noexcept
       last_output_shape_(std::move(other.last_output_shape_)),
       call_losses_(std::move(other.call_losses_)),
       activity_regularizer_(std::move(other.activity_regularizer_)),
-      remat_mode_(std::move(other.remat_mode_)) {
+      remat_mode_(std::move(other.remat_mode_)),
+      dtype_policy_(std::move(other.dtype_policy_)) {
   if (auto handle = handle_.lock()) handle->layer = this;
 }
 
@@ -92,6 +94,7 @@ Layer& Layer::operator=(Layer&& other) noexcept {
   call_losses_ = std::move(other.call_losses_);
   activity_regularizer_ = std::move(other.activity_regularizer_);
   remat_mode_ = std::move(other.remat_mode_);
+  dtype_policy_ = std::move(other.dtype_policy_);
   if (auto handle = handle_.lock()) handle->layer = this;
   return *this;
 }
@@ -177,14 +180,23 @@ void Layer::maybe_build(const Shape& input_shape, DType dtype) {
   if (built_) return;
   check(std::all_of(input_shape.begin(), input_shape.end(), [](std::int64_t d) { return d >= -1; }),
         "{}: cannot build for input shape {}: sizes must be >= 0, or -1 where unknown", path_, input_shape);
-  dtype_ = dtype;
+  dtype_ = dtype_policy_.mixed_bfloat16 ? DType::f32 : dtype;  // mixed precision keeps variables float32
   NoGradGuard no_grad;  // initial values are constants, not part of any computation to differentiate
   build(input_shape);
   built_ = true;
 }
 
+void Layer::set_dtype_policy(const std::string& name) {
+  check(!built_, "{}: the dtype policy must be set before the layer is built", path_);
+  dtype_policy_ = DTypePolicy::from_name(name, path_);
+}
+
+Tensor Layer::matmul_operand(const Tensor& t) const {
+  return dtype_policy_.mixed_bfloat16 ? ops::cast(t, DType::bf16) : t;
+}
+
 void Layer::mark_built(DType dtype) {
-  dtype_ = dtype;
+  dtype_ = dtype_policy_.mixed_bfloat16 ? DType::f32 : dtype;
   built_ = true;
 }
 

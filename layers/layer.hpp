@@ -47,6 +47,7 @@
 #include "framework/tensor/tensor.hpp"
 #include "framework/tensor/variable.hpp"
 #include "layers/constraints/constraints.hpp"
+#include "layers/dtype_policy.hpp"
 #include "layers/initializers/initializers.hpp"
 #include "layers/regularizers/regularizers.hpp"
 
@@ -152,6 +153,14 @@ class Layer : public std::enable_shared_from_this<Layer> {
 
   /// The RematScope's mode this layer was constructed under (Keras's _remat_mode); nullopt outside any scope.
   const std::optional<RematMode>& remat_mode() const { return remat_mode_; }
+
+  /// Keras's dtype_policy: the global policy when the layer was constructed, or the one its options named.
+  const DTypePolicy& dtype_policy() const { return dtype_policy_; }
+  /// Sets it by Keras name (an options struct's `.dtype`, a .keras file's config). Before the layer is built.
+  void set_dtype_policy(const std::string& name);
+  /// An operand of one of the layer's matmuls as the policy computes it: cast to bf16 under mixed_bfloat16,
+  /// else unchanged. The product of two such operands is float32 either way.
+  Tensor matmul_operand(const Tensor& t) const;
 
  protected:
   /// `default_name` is the Keras class name in snake_case ("dense"); a given `name` is used as is.
@@ -273,6 +282,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<Tensor> call_losses_;
   Regularizer activity_regularizer_;
   std::optional<RematMode> remat_mode_;
+  DTypePolicy dtype_policy_;
 };
 
 /// Keras's naming: the first layer named `base` gets `base`, the next `base_1`, ... (per thread; ops on

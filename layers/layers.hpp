@@ -19,6 +19,7 @@
 #include "layers/core/identity.hpp"
 #include "layers/core/input.hpp"
 #include "layers/initializers/initializers.hpp"
+#include "layers/dtype_policy.hpp"
 #include "layers/layer.hpp"
 #include "layers/merging/add.hpp"
 #include "layers/merging/average.hpp"

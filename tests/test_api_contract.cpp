@@ -151,3 +151,17 @@ TEST_CASE("the Functional part of the public API contract compiles and runs as w
   const Tensor seq = Tensor::randn({2, 5, 16}, DType::f32, 3);
   CHECK(gqa(seq, seq).shape() == Shape{2, 5, 16});
 }
+
+TEST_CASE("the rematerialization and mixed precision part of the public API contract runs as written", "[api]") {
+  namespace L = loom::layers;
+  L::Dense block(4, {.activation = "relu"});
+  Tensor x = Tensor::randn({2, 3}, DType::f32, 5);
+  Tensor r = remat([&](const Tensor& t) { return block(t, true); })(x);   // recomputed in the backward pass
+  CHECK(r.shape() == Shape{2, 4});
+  mixed_precision::set_global_policy("mixed_bfloat16");                   // variables f32, compute bf16
+  L::Dense mixed(4);
+  mixed_precision::set_global_policy("float32");
+  CHECK(mixed.dtype_policy().mixed_bfloat16);
+  CHECK(mixed(x).dtype() == DType::f32);
+  CHECK(mixed.kernel().value().dtype() == DType::f32);
+}

@@ -5,12 +5,15 @@
 // what lives between steps (weights, Adam's slots, the data). Then the step's GEMM floor: its matrix-product
 // FLOPs over OpenBLAS's own sgemm rate at 2048 square measured in this process, and loom's step as a multiple
 // of it. The peer, benchmarks/encoder/peer_torch.py, runs the identical configuration in PyTorch.
+// --mixed-bfloat16 builds the block under Keras's mixed_bfloat16 policy (float32 weights, bf16 matmuls) and also
+// prints the rate of a 2048^2 bf16 matmul on loom's bf16 engine.
 //
-//   bench_encoder
+//   bench_encoder [--mixed-bfloat16]
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
+#include <string>
 #include <vector>
 
 #include "benchmarks/sgemm_rate.hpp"
@@ -40,9 +43,30 @@ double peak_rss_mib() {
   return double(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
+/// GFLOP/s of ops::matmul on bf16 operands [n, n] @ [n, n], median of `repeats` after a warm-up.
+double bf16_matmul_gflops(std::int64_t n, int repeats) {
+  const Tensor a = ops::cast(Tensor::randn({n, n}, DType::f32, 3), DType::bf16);
+  const Tensor b = ops::cast(Tensor::randn({n, n}, DType::f32, 4), DType::bf16);
+  ops::matmul(a, b);
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    ops::matmul(a, b);
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return 2.0 * double(n) * double(n) * double(n) / seconds[seconds.size() / 2] * 1e-9;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool mixed = argc > 1 && std::string(argv[1]) == "--mixed-bfloat16";
+  if (argc > 2 || (argc == 2 && !mixed)) {
+    fmt::print(stderr, "usage: bench_encoder [--mixed-bfloat16]\n");
+    return 2;
+  }
+  if (mixed) mixed_precision::set_global_policy("mixed_bfloat16");
   const Tensor x = Tensor::randn({kBatch, kSeq, kModel}, DType::f32, 1);
   const Tensor target = Tensor::randn({kBatch, kSeq, kModel}, DType::f32, 2);
   L::TransformerEncoder block({.num_heads = kHeads, .ff_dim = kFF, .norm_first = true, .epsilon = 1e-3});
@@ -71,9 +95,10 @@ int main() {
   std::sort(ms.begin(), ms.end());
   const BlasInfo blas = blas_info();
   const MemoryStats memory = memory_stats();
-  fmt::print("loom encoder step (batch {}, seq {}, d_model {}, {} heads, ff {}): median {:.1f} ms (min {:.1f}, max "
+  fmt::print("loom encoder step ({}, batch {}, seq {}, d_model {}, {} heads, ff {}): median {:.1f} ms (min {:.1f}, max "
              "{:.1f}) over {} steps, peak RSS {:.0f} MiB, peak live tensors {:.1f} MiB ({:.1f} MiB between steps), "
              "final loss {:.4f}; OpenBLAS {} on {} threads, SIMD {}\n",
+             mixed ? fmt::format("mixed_bfloat16, bf16 matmuls on {}", bf16_matmul_engine()) : std::string("float32"),
              kBatch, kSeq, kModel, kHeads, kFF, ms[ms.size() / 2], ms.front(), ms.back(), ms.size(), peak_rss_mib(),
              double(memory.peak_live_bytes) / double(1 << 20), double(between_steps) / double(1 << 20), loss,
              blas.core, blas.threads, simd::active_isa());
@@ -82,5 +107,10 @@ int main() {
   fmt::print("GEMM floor: {:.1f} GFLOP per step at {:.1f} GFLOP/s (sgemm 2048^2 in this process) = {:.1f} ms; "
              "loom's step is {:.2f}x its floor\n",
              step_gflop(), sgemm, floor_ms, ms[ms.size() / 2] / floor_ms);
+  if (mixed) {
+    const double bf16 = bf16_matmul_gflops(2048, 5);
+    fmt::print("bf16 matmul 2048^2 on {}: {:.1f} GFLOP/s ({:.2f}x sgemm); the step's FLOPs at that rate = {:.1f} ms\n",
+               bf16_matmul_engine(), bf16, bf16 / sgemm, step_gflop() / bf16 * 1e3);
+  }
   return 0;
 }

@@ -11,6 +11,7 @@
 //          --no-layernorm (delete the LayerNorms) --post-norm (normalize after each residual add instead)
 //          --flash / --no-flash (the attention kernel; default: chosen by size) --save FILE.safetensors
 //          --remat (each block keeps only its input for the backward pass and is recomputed there: loom::remat)
+//          --mixed-bfloat16 (Keras's mixed_bfloat16 policy: float32 weights, the matmuls on bf16 operands)
 //          --pictures DIR (where the PNGs go: the last block's attention per head, the ablation's loss curves)
 #include <cstdint>
 #include <cstdlib>
@@ -37,6 +38,7 @@ struct Config {
   bool layernorm = true, post_norm = false;
   std::optional<bool> flash;
   bool remat = false;
+  bool mixed_bfloat16 = false;
   std::string save;
   std::string pictures = ".";  // where the PNGs go
   bool layers_given = false, learning_rate_given = false;  // the ablation has its own defaults
@@ -180,6 +182,7 @@ Config parse(int argc, char** argv) {
     else if (arg == "--flash") c.flash = true;
     else if (arg == "--no-flash") c.flash = false;
     else if (arg == "--remat") c.remat = true;
+    else if (arg == "--mixed-bfloat16") c.mixed_bfloat16 = true;
     else if (arg == "--save") c.save = value();
     else if (arg == "--pictures") c.pictures = value();
     else throw Error(fmt::format("encoder: unknown option '{}' (see the top of examples/encoder/main.cpp)", arg));
@@ -236,6 +239,7 @@ void save_attention_pictures(Encoder& model, const Config& c, const Data& data) 
 // Builds the model for this configuration, trains it and evaluates it.
 Result train(const Config& c, const Data& data, bool print_summary) {
   random::set_seed(c.seed);  // the same initial weights and batches for every configuration
+  mixed_precision::set_global_policy(c.mixed_bfloat16 ? "mixed_bfloat16" : "float32");  // the layers made below
   Encoder model(c, data.vocabulary, data.vocabulary ? *data.vocabulary : c.d_model);
   if (!data.vocabulary) {
     model.compile({.optimizer = optim::Adam({.learning_rate = c.learning_rate}), .loss = "mse"});
@@ -271,9 +275,11 @@ Result train(const Config& c, const Data& data, bool print_summary) {
 }
 
 std::string describe(const Config& c) {
-  return fmt::format("{} block(s), d_model {}, {} heads, ff_dim {}, seq_len {}, {}, lr {}", c.layers, c.d_model,
+  return fmt::format("{} block(s), d_model {}, {} heads, ff_dim {}, seq_len {}, {}, lr {}{}", c.layers, c.d_model,
                      c.heads, c.ff_dim, c.seq_len,
-                     c.layernorm ? (c.post_norm ? "post-norm" : "pre-norm") : "no LayerNorm", c.learning_rate);
+                     c.layernorm ? (c.post_norm ? "post-norm" : "pre-norm") : "no LayerNorm", c.learning_rate,
+                     c.mixed_bfloat16 ? fmt::format(", mixed_bfloat16 (bf16 matmuls: {})", bf16_matmul_engine())
+                                      : "");
 }
 
 // The same deep configuration trained twice, with and without its LayerNorms, on the reversal task.

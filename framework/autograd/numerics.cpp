@@ -31,10 +31,11 @@ SuspendChecks::~SuspendChecks() { --suspended_on_this_thread; }
 
 namespace {
 
-/// Finite values compare <= max; NaN and +-inf do not.
+/// Finite values compare <= max; NaN and +-inf do not. bfloat16 is tested as the float it widens to.
 template <class T>
 bool finite(T v) {
-  return std::abs(v) <= std::numeric_limits<T>::max();
+  using Wide = std::conditional_t<std::is_same_v<T, bfloat16>, float, T>;
+  return std::abs(Wide(v)) <= std::numeric_limits<Wide>::max();
 }
 
 template <class T>
@@ -81,7 +82,8 @@ std::string output_name(std::size_t k, std::size_t count, const CheckSite& site)
 std::string non_finite_name(double value) { return std::isnan(value) ? "NaN" : value > 0 ? "inf" : "-inf"; }
 
 std::optional<NonFinite> first_non_finite(const Tensor& t) {
-  if (!t.defined() || !is_floating(t.dtype())) return std::nullopt;
+  if (!t.defined() || !is_differentiable(t.dtype())) return std::nullopt;
+  if (t.dtype() == DType::bf16) return first_non_finite_of<bfloat16>(t);
   return visit_floating(t.dtype(), "check_numerics", [&]<class T>() { return first_non_finite_of<T>(t); });
 }
 

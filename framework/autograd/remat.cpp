@@ -75,14 +75,14 @@ std::vector<Tensor> backward(const Replay& replay, const std::vector<Tensor>& ou
     AssignJournal recomputation_writes;
     GradientTape tape;
     for (const Tensor& t : replay.inputs)
-      if (t.defined() && is_floating(t.dtype())) tape.watch(t);
+      if (t.defined() && is_differentiable(t.dtype())) tape.watch(t);
     const std::vector<Tensor> again = (*replay.fn)(replay.inputs);
     recomputation_writes.restore();
     check_same(again, replay.outputs);
     Tensor target;
     for (std::size_t k = 0; k < replay.computed.size(); ++k) {
       const Tensor& out = again[replay.computed[k]];
-      if (!is_floating(out.dtype()) || !output_grads[k].defined()) continue;
+      if (!is_differentiable(out.dtype()) || !output_grads[k].defined()) continue;
       Tensor term = ops::sum(out * output_grads[k]);
       if (target.defined() && term.dtype() != target.dtype()) term = ops::cast(term, target.dtype());
       target = target.defined() ? target + term : term;
@@ -91,7 +91,7 @@ std::vector<Tensor> backward(const Replay& replay, const std::vector<Tensor>& ou
     std::set<std::uint64_t> seen;
     for (const auto* group : {&replay.inputs, &replay.trainables})
       for (const Tensor& t : *group) {
-        const bool differentiable = t.defined() && is_floating(t.dtype()) && seen.insert(t.id()).second;
+        const bool differentiable = t.defined() && is_differentiable(t.dtype()) && seen.insert(t.id()).second;
         source_of.push_back(differentiable ? sources.size() : std::size_t(-1));
         if (differentiable) sources.push_back(t);
       }
@@ -106,6 +106,14 @@ std::vector<Tensor> backward(const Replay& replay, const std::vector<Tensor>& ou
 }
 
 }  // namespace
+
+UnaryRematFunction remat(UnaryRematFunction fn) {
+  check(bool(fn), "remat: the function is empty");
+  RematFunction rematerialized = remat([fn = std::move(fn)](const std::vector<Tensor>& inputs) {
+    return std::vector<Tensor>{fn(inputs[0])};
+  });
+  return [rematerialized = std::move(rematerialized)](const Tensor& input) { return rematerialized({input})[0]; };
+}
 
 RematFunction remat(RematFunction fn) {
   check(bool(fn), "remat: the function is empty");

@@ -48,6 +48,9 @@ using RematFunction = std::function<std::vector<Tensor>(const std::vector<Tensor
 
 /// `fn`, rematerialized; a loom::Error if `fn` is empty. With no tape recording, the result simply calls `fn`.
 RematFunction remat(RematFunction fn);
+/// The same for a function of one tensor to one tensor: remat([&](const Tensor& t) { return block(t); })(x).
+using UnaryRematFunction = std::function<Tensor(const Tensor& input)>;
+UnaryRematFunction remat(UnaryRematFunction fn);
 
 /// A RematScope's settings, as Keras's (mode "full", threshold 1024, no names).
 struct RematMode {

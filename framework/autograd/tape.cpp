@@ -101,6 +101,18 @@ struct GradientTape::Recording {
 
 namespace {
 
+/// Gradients are summed in their dtype; bf16 ones (no arithmetic of their own) in float32, rounded back once.
+Tensor add_gradients(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != DType::bf16) return ops::add(a, b);
+  return ops::cast(ops::add(ops::cast(a, DType::f32), ops::cast(b, DType::f32)), DType::bf16);
+}
+
+/// A broadcast input's gradient summed back to its shape, bf16 ones in float32.
+Tensor sum_gradient_to(const Tensor& g, const Shape& shape) {
+  if (g.dtype() != DType::bf16) return ops::sum_to(g, shape);
+  return ops::cast(ops::sum_to(ops::cast(g, DType::f32), shape), DType::bf16);
+}
+
 bool wants(const GradientTape::Recording& rec, const Tensor& t) { return rec.paused == 0 && rec.tracks(t); }
 
 void append(GradientTape::Recording& rec, TapeNode&& node, const std::vector<Tensor>& inputs,
@@ -115,7 +127,7 @@ void append(GradientTape::Recording& rec, TapeNode&& node, const std::vector<Ten
         rec.trainable_reads.push_back(t);
   }
   for (const auto& out : outputs)
-    if (out.defined() && is_floating(out.dtype())) rec.tracked.insert(out.id());
+    if (out.defined() && is_differentiable(out.dtype())) rec.tracked.insert(out.id());
 }
 
 /// This thread's live tapes, after dropping those destroyed on other threads.
@@ -140,8 +152,9 @@ GradientTape::~GradientTape() {
 
 void GradientTape::watch(const Tensor& t) {
   check(t.defined(), "GradientTape.watch: the tensor is undefined");
-  check(is_floating(t.dtype()), "GradientTape.watch: only float32/float64 tensors can be watched, got {} of shape {}",
-        t.dtype(), t.shape());
+  check(is_differentiable(t.dtype()),
+        "GradientTape.watch: only float32/float64/bf16 tensors can be watched, got {} of shape {}", t.dtype(),
+        t.shape());
   recording_->tracked.insert(t.id());
 }
 
@@ -180,9 +193,9 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
         target.dtype(), target.shape());
   for (std::size_t i = 0; i < sources.size(); ++i) {
     check(sources[i].defined(), "GradientTape.gradient: source {} is undefined", i);
-    check(is_floating(sources[i].dtype()),
-          "GradientTape.gradient: source {} is {} of shape {}; gradients exist only for float32/float64 tensors", i,
-          sources[i].dtype(), sources[i].shape());
+    check(is_differentiable(sources[i].dtype()),
+          "GradientTape.gradient: source {} is {} of shape {}; gradients exist only for float32/float64/bf16 "
+          "tensors", i, sources[i].dtype(), sources[i].shape());
   }
   if (output_gradient.defined())
     check(output_gradient.shape() == target.shape() && output_gradient.dtype() == target.dtype(),
@@ -250,11 +263,11 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       const TensorMeta& in = node.inputs[i];
       Tensor g = input_grads[i];
       if (!g.defined() || !depends_on_source.count(in.id)) continue;
-      if (g.shape() != in.shape) g = ops::sum_to(g, in.shape);
       check(g.dtype() == in.dtype, "GradientTape.gradient: the backward rule of '{}' gave a {} gradient for {} input {}",
             node.op, g.dtype(), in.dtype, i);
+      if (g.shape() != in.shape) g = sum_gradient_to(g, in.shape);
       auto [it, inserted] = grads.try_emplace(in.id, g);
-      if (!inserted) it->second = ops::add(it->second, g);
+      if (!inserted) it->second = add_gradients(it->second, g);
     }
   }
 
@@ -303,7 +316,7 @@ template <class Inputs>
 bool needs_recording_or_check(const Inputs& inputs) {
   if (check_numerics_enabled())
     for (const auto& t : inputs)
-      if (tensor_of(t).defined() && is_floating(tensor_of(t).dtype())) return true;
+      if (tensor_of(t).defined() && is_differentiable(tensor_of(t).dtype())) return true;
   return tracked_on_this_thread(inputs);
 }
 
@@ -352,7 +365,7 @@ ForwardWithoutTape::ForwardWithoutTape(const std::vector<Tensor>& inputs)
   for (const auto& rec : paused_) ++rec->paused;
   probe_->keep_nodes = false;
   for (const Tensor& t : inputs)
-    if (t.defined() && is_floating(t.dtype())) probe_->tracked.insert(t.id());
+    if (t.defined() && is_differentiable(t.dtype())) probe_->tracked.insert(t.id());
   thread_autograd().tapes.push_back(probe_);
 }
 

@@ -33,6 +33,7 @@ std::string_view descr_of(DType dtype) {
     case DType::f64: return "<f8";
     case DType::i64: return "<i8";
     case DType::boolean: return "|b1";
+    case DType::bf16: break;  // NumPy has none; save_npy refuses it
   }
   return "";
 }
@@ -203,6 +204,8 @@ std::uint64_t little_endian(const unsigned char* bytes, std::size_t count) {
 
 void save_npy(const std::string& path, const Tensor& t) {
   check(t.defined(), "save_npy: '{}': the tensor is undefined", path);
+  check(t.dtype() != DType::bf16, "save_npy: '{}': NumPy has no bfloat16; cast the bf16 tensor of shape {} to "
+        "float32 first", path, t.shape());
 
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr_of(t.dtype()),
                                  shape_repr(t.shape()));

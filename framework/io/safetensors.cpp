@@ -47,8 +47,9 @@ constexpr FileDType kFileDTypes[] = {
     {"BOOL", 1, DType::boolean}, {"F16", 2, DType::f32}, {"BF16", 2, DType::f32},
 };
 
-/// The file dtype loom writes for a loom dtype: the first entry that loads as it.
+/// The file dtype loom writes for a loom dtype: BF16 for bf16, else the first entry that loads as it.
 std::string_view file_dtype_name(DType dtype) {
+  if (dtype == DType::bf16) return "BF16";
   return std::find_if(std::begin(kFileDTypes), std::end(kFileDTypes),
                       [&](const FileDType& d) { return d.loads_as == dtype; })
       ->name;
@@ -71,8 +72,6 @@ float half_to_float(std::uint16_t h) {
 }
 
 /// bfloat16 is the upper half of a float32.
-float bfloat16_to_float(std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); }
-
 // ---- UTF-8 and JSON strings ----
 
 /// Offset of the first byte that is not part of well-formed UTF-8 (no overlong forms, no surrogates,
@@ -427,7 +426,7 @@ Tensor read_tensor(const Layout& l, const std::function<void(void*, std::size_t)
     read_exactly(halves.data(), bytes);
     float* out = t.data<float>();
     const bool bf16 = l.dtype.name == "BF16";
-    for (std::size_t i = 0; i < halves.size(); ++i) out[i] = bf16 ? bfloat16_to_float(halves[i]) : half_to_float(halves[i]);
+    for (std::size_t i = 0; i < halves.size(); ++i) out[i] = bf16 ? float(bfloat16::from_bits(halves[i])) : half_to_float(halves[i]);
     return t;
   }
   auto* raw = reinterpret_cast<unsigned char*>(t.impl().storage->data());

@@ -21,13 +21,14 @@ decltype(auto) visit_floating(DType dtype, std::string_view op, Fn&& fn) {
   throw Error(fmt::format("{}: expected a float32 or float64 tensor, got {}", op, dtype));
 }
 
-/// Same for every dtype: float, double, int64_t and bool.
+/// Same for every dtype: float, double, int64_t, bool and bfloat16.
 template <class Fn>
 decltype(auto) visit_dtype(DType dtype, Fn&& fn) {
   switch (dtype) {
     case DType::f32: return fn.template operator()<float>();
     case DType::f64: return fn.template operator()<double>();
     case DType::i64: return fn.template operator()<std::int64_t>();
+    case DType::bf16: return fn.template operator()<bfloat16>();
     case DType::boolean: break;
   }
   return fn.template operator()<bool>();

@@ -479,7 +479,7 @@ Tensor cast(const Tensor& x, DType dtype) {
     visit_dtype(dtype, [&]<class To>() {
       if constexpr (std::is_same_v<To, bool>) {
         kernels::map_into<bool, From>(y, [](From v) { return v != From{}; }, x);
-      } else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<From>) {
+      } else if constexpr (std::is_integral_v<To> && !std::is_integral_v<From>) {
         // Truncates toward zero, as NumPy's astype; a value with no i64 counterpart is an error, not garbage.
         const auto to_integer = [&x](From v) {
           check(v >= From(-0x1p63) && v < From(0x1p63),
@@ -493,7 +493,7 @@ Tensor cast(const Tensor& x, DType dtype) {
       }
     });
   });
-  if (is_floating(dtype) && is_floating(x.dtype()) && autograd::needs_recording({&x}))
+  if (is_differentiable(dtype) && is_differentiable(x.dtype()) && autograd::needs_recording({&x}))
     autograd::record("cast", {x}, {y}, [from = x.dtype()](const Grads& g) { return Grads{cast(g[0], from)}; });
   return y;
 }

@@ -85,24 +85,44 @@ std::optional<std::int64_t> folded_row_step(const Operand& a, const Operand& b, 
   return step;
 }
 
-template <class T>
+/// C = op(A) @ op(B) (beta 0) or += (beta 1): float and double through OpenBLAS, bfloat16 into float32.
+template <class T, class Out>
+void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, const T* a,
+          std::int64_t lda, const T* b, std::int64_t ldb, Out beta, Out* c, std::int64_t ldc) {
+  if constexpr (std::is_same_v<T, bfloat16>)
+    blas::gemm_bf16(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  else
+    blas::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc);
+}
+
+/// The dtype of a product of `dtype` operands: bf16 ones give float32.
+DType product_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
+
+/// Calls fn.template operator()<T, Out>() for the operand and result types of a product of `dtype` operands.
+template <class Fn>
+void visit_product(DType dtype, const char* op, Fn&& fn) {
+  if (dtype == DType::bf16) return fn.template operator()<bfloat16, float>();
+  visit_floating(dtype, op, [&]<class T>() { fn.template operator()<T, T>(); });
+}
+
+template <class T, class Out>
 void batched_gemm(const Tensor& a, const Tensor& b, const Shape& batch, std::int64_t m, std::int64_t n,
                   std::int64_t k, Tensor& out) {
   const Operand A = prepare(a, batch), B = prepare(b, batch);
-  T* c = out.data<T>();
+  Out* c = out.data<Out>();
   const T* pa = A.data.data<T>();
   const T* pb = B.data.data<T>();
   const std::int64_t count = numel(batch);
   if (auto step = folded_row_step(A, B, batch, m)) {
-    blas::gemm<T>(false, B.layout.transposed, count * m, n, k, T(1), pa, *step, pb, B.layout.ld, T(0), c, n);
+    gemm(false, B.layout.transposed, count * m, n, k, pa, *step, pb, B.layout.ld, Out(0), c, n);
     return;
   }
   std::vector<std::int64_t> offset_a(static_cast<std::size_t>(count)), offset_b(static_cast<std::size_t>(count));
   for_each_strided(batch, A.batch_strides, 0, [&](std::int64_t i, std::int64_t at) { offset_a[std::size_t(i)] = at; });
   for_each_strided(batch, B.batch_strides, 0, [&](std::int64_t i, std::int64_t at) { offset_b[std::size_t(i)] = at; });
   for (std::int64_t i = 0; i < count; ++i)
-    blas::gemm<T>(A.layout.transposed, B.layout.transposed, m, n, k, T(1), pa + offset_a[std::size_t(i)],
-                  A.layout.ld, pb + offset_b[std::size_t(i)], B.layout.ld, T(0), c + i * m * n, n);
+    gemm(A.layout.transposed, B.layout.transposed, m, n, k, pa + offset_a[std::size_t(i)], A.layout.ld,
+         pb + offset_b[std::size_t(i)], B.layout.ld, Out(0), c + i * m * n, n);
 }
 
 }  // namespace
@@ -111,8 +131,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (graph::any_symbolic(a, b))
     return graph::record_op("matmul", {a, b}, [](const std::vector<Tensor>& v) { return matmul(v[0], v[1]); });
   check(a.defined() && b.defined(), "matmul: an operand is undefined");
-  check(is_floating(a.dtype()) && is_floating(b.dtype()),
-        "matmul: expected float32 or float64 tensors, got {} {} @ {} {}", a.dtype(), a.shape(), b.dtype(), b.shape());
+  check(is_differentiable(a.dtype()) && is_differentiable(b.dtype()),
+        "matmul: expected float32, float64 or bf16 tensors, got {} {} @ {} {}", a.dtype(), a.shape(), b.dtype(),
+        b.shape());
   check(a.dtype() == b.dtype(), "matmul: dtypes differ: {} {} @ {} {} (cast one with ops::cast)", a.dtype(),
         a.shape(), b.dtype(), b.shape());
   check(a.ndim() >= 1 && b.ndim() >= 1,
@@ -144,9 +165,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (b.ndim() > 1) out_shape.push_back(n);
   // gemm with beta = 0 writes every element, so the output need not be zero-filled first (OpenBLAS clears
   // it itself); an empty sum (k == 0) is zeros.
-  Tensor out = k > 0 ? Tensor::empty(out_shape, a.dtype()) : Tensor::zeros(out_shape, a.dtype());
+  // bf16 operands give a float32 result (accumulated in float32).
+  const DType out_dtype = product_dtype(a.dtype());
+  Tensor out = k > 0 ? Tensor::empty(out_shape, out_dtype) : Tensor::zeros(out_shape, out_dtype);
   if (out.numel() > 0 && k > 0)
-    visit_floating(a.dtype(), "matmul", [&]<class T>() { batched_gemm<T>(a2, b2, batch, m, n, k, out); });
+    visit_product(a.dtype(), "matmul",
+                  [&]<class T, class Out>() { batched_gemm<T, Out>(a2, b2, batch, m, n, k, out); });
 
   if (autograd::needs_recording({&a, &b})) {
     Shape promoted = batch;  // the result with the 1-D operands' added axes kept
@@ -156,7 +180,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     autograd::record("matmul", {a, b}, {out}, [a, b, promoted, k, n, rows](const std::vector<Tensor>& g) {
       const Tensor lhs = a.ndim() == 1 ? ops::expand_dims(a, 0) : a;
       const Tensor rhs = b.ndim() == 1 ? ops::expand_dims(b, 1) : b;
-      const Tensor g2 = g[0].shape() == promoted ? g[0] : ops::reshape(g[0], promoted);
+      Tensor g2 = g[0].shape() == promoted ? g[0] : ops::reshape(g[0], promoted);
+      // bf16 operands: the products of the backward pass run in bf16 too, and give bf16 gradients.
+      const bool bf16 = a.dtype() == DType::bf16;
+      if (bf16) g2 = ops::cast(g2, DType::bf16);
       // dA = dC @ B^T and dB = A^T @ dC per batch entry; the tape sums broadcast batch dimensions away.
       Tensor ga = ops::matmul(g2, ops::transpose(rhs));
       // A shared 2-D B (a Dense kernel applied to [B, S, D]) gets its gradient from one folded product
@@ -164,6 +191,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       Tensor gb = rhs.ndim() == 2 && lhs.ndim() > 2
                       ? ops::matmul(ops::transpose(ops::reshape(lhs, {rows, k})), ops::reshape(g2, {rows, n}))
                       : ops::matmul(ops::transpose(lhs), g2);
+      if (bf16) {
+        ga = ops::cast(ga, DType::bf16);
+        gb = ops::cast(gb, DType::bf16);
+      }
       if (a.ndim() == 1) ga = ops::squeeze(ga, -2);
       if (b.ndim() == 1) gb = ops::squeeze(gb, -1);
       return std::vector<Tensor>{ga, gb};
@@ -181,9 +212,11 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
     return graph::record_op("dense", {x, kernel, bias},
                             [](const std::vector<Tensor>& v) { return dense(v[0], v[1], v[2]); });
   check(x.defined() && kernel.defined(), "dense: {} is undefined", x.defined() ? "the kernel" : "the input");
-  check(is_floating(x.dtype()) && kernel.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == x.dtype()),
-        "dense: expected float32 or float64 tensors of one dtype, got input {} {}, kernel {} {}, bias {}", x.dtype(),
-        x.shape(), kernel.dtype(), kernel.shape(),
+  // bf16 input and kernel give a float32 result; the bias is then float32.
+  const DType out_dtype = product_dtype(x.dtype());
+  check(is_differentiable(x.dtype()) && kernel.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == out_dtype),
+        "dense: expected float32 or float64 tensors of one dtype (or a bf16 input and kernel with a float32 bias), "
+        "got input {} {}, kernel {} {}, bias {}", x.dtype(), x.shape(), kernel.dtype(), kernel.shape(),
         bias.defined() ? fmt::format("{} {}", bias.dtype(), bias.shape()) : "none");
   check(x.ndim() >= 1 && kernel.ndim() == 2 && x.shape().back() == kernel.shape()[0],
         "dense: expected an input [..., in] and a kernel [in, units], got input {} and kernel {}", x.shape(),
@@ -196,25 +229,25 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
 
   Shape out_shape = x.shape();
   out_shape.back() = units;
-  Tensor out = Tensor::empty(out_shape, x.dtype());
-  visit_floating(x.dtype(), "dense", [&]<class T>() {
+  Tensor out = Tensor::empty(out_shape, out_dtype);
+  visit_product(x.dtype(), "dense", [&]<class T, class Out>() {
     NoGradGuard no_grad;  // the contiguous copies below are internal
     const Tensor xc = ops::contiguous(x), kc = ops::contiguous(kernel);
-    T* y = out.data<T>();
+    Out* y = out.data<Out>();
     if (bias.defined()) {
       const Tensor bc = ops::contiguous(bias);
-      const T* b = bc.data<T>();
+      const Out* b = bc.data<Out>();
       parallel::for_ranges(rows, kRowsPerPiece, [&](std::int64_t begin, std::int64_t end) {
         for (std::int64_t r = begin; r < end; ++r) std::copy(b, b + units, y + r * units);
       });
     }
     if (rows == 0 || units == 0) return;
     if (in == 0) {
-      if (!bias.defined()) std::fill(y, y + rows * units, T(0));
+      if (!bias.defined()) std::fill(y, y + rows * units, Out(0));
       return;
     }
-    blas::gemm<T>(false, false, rows, units, in, T(1), xc.data<T>(), in, kc.data<T>(), units,
-                  bias.defined() ? T(1) : T(0), y, units);
+    gemm(false, false, rows, units, in, xc.data<T>(), in, kc.data<T>(), units, bias.defined() ? Out(1) : Out(0), y,
+         units);
   });
 
   std::vector<Tensor> inputs{x, kernel};
@@ -224,8 +257,10 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
     // dx = g @ kernel^T, dkernel = x^T @ g, dbias = sum(g) over the rows
     autograd::record("dense", inputs, {out}, [x, kernel, rows, in, units, has_bias](const std::vector<Tensor>& g) {
       const Tensor g2 = ops::reshape(g[0], {rows, units});
-      std::vector<Tensor> grads{ops::reshape(ops::matmul(g2, ops::transpose(kernel)), x.shape()),
-                                ops::matmul(ops::transpose(ops::reshape(x, {rows, in})), g2)};
+      // bf16 input and kernel: their gradients come from bf16 products and are bf16; the bias's stays float32.
+      const Tensor gm = x.dtype() == DType::bf16 ? ops::cast(g2, DType::bf16) : g2;
+      std::vector<Tensor> grads{ops::reshape(ops::cast(ops::matmul(gm, ops::transpose(kernel)), x.dtype()), x.shape()),
+                                ops::cast(ops::matmul(ops::transpose(ops::reshape(x, {rows, in})), gm), x.dtype())};
       if (has_bias) grads.push_back(ops::sum(g2, {0}));
       return grads;
     });
@@ -339,6 +374,7 @@ Tensor sum_private(const Tensor& x, std::string& indices, const std::string& oth
   }
   if (axes.empty()) return x;
   indices = kept;
+  if (x.dtype() == DType::bf16) return ops::cast(ops::sum(ops::cast(x, DType::f32), axes), DType::bf16);
   return ops::sum(x, axes);
 }
 
@@ -349,9 +385,9 @@ Tensor einsum(const std::string& equation, const Tensor& a, const Tensor& b) {
     return graph::record_op("einsum", {a, b},
                             [=](const std::vector<Tensor>& v) { return einsum(equation, v[0], v[1]); });
   check(a.defined() && b.defined(), "einsum: an operand is undefined ('{}')", equation);
-  check(is_floating(a.dtype()) && is_floating(b.dtype()),
-        "einsum: expected float32 or float64 tensors, got {} {} and {} {} ('{}')", a.dtype(), a.shape(), b.dtype(),
-        b.shape(), equation);
+  check(is_differentiable(a.dtype()) && is_differentiable(b.dtype()),
+        "einsum: expected float32, float64 or bf16 tensors, got {} {} and {} {} ('{}')", a.dtype(), a.shape(),
+        b.dtype(), b.shape(), equation);
   check(a.dtype() == b.dtype(), "einsum: dtypes differ: {} {} and {} {} ('{}')", a.dtype(), a.shape(), b.dtype(),
         b.shape(), equation);
   Equation e = parse_equation(equation, a, b);

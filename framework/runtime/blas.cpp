@@ -193,6 +193,10 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, st
     else
       lib.dgemm(CblasRowMajor, ta, tb, int(rows), int(cols), ik, alpha, a_rows, ilda, b_cols, ildb, beta, c_block, ildc);
   };
+  for_each_block(m, n, k, block);
+}
+
+void for_each_block(std::int64_t m, std::int64_t n, std::int64_t k, const GemmBlock& block) {
   // One block per thread along the longer side of C, cut at multiples of the microkernels' 16 rows or columns.
   // The cut depends on the sizes and the thread count alone, so a product is the same bits every time, also
   // when a busy pool leaves every block to the calling thread. (Another thread count may change the last bit:

@@ -8,6 +8,7 @@ std::string_view dtype_name(DType dtype) {
     case DType::f64: return "f64";
     case DType::i64: return "i64";
     case DType::boolean: return "bool";
+    case DType::bf16: return "bf16";
   }
   return "?";
 }
@@ -18,6 +19,7 @@ std::size_t dtype_size(DType dtype) {
     case DType::f64: return 8;
     case DType::i64: return 8;
     case DType::boolean: return 1;
+    case DType::bf16: return 2;
   }
   return 0;
 }

@@ -7,14 +7,21 @@
 
 #include <fmt/format.h>
 
+#include "framework/tensor/bfloat16.hpp"
+
 namespace loom {
 
-/// f32 and f64 carry arithmetic; i64 holds indices and labels; boolean holds masks (one byte per element).
-enum class DType : std::uint8_t { f32, f64, i64, boolean };
+/// f32 and f64 carry arithmetic; i64 holds indices and labels; boolean holds masks (one byte per element);
+/// bf16 (bfloat16) is storage for mixed precision: cast to and from it, copy, reshape, and multiply with matmul
+/// (a float32 result), but no other arithmetic.
+enum class DType : std::uint8_t { f32, f64, i64, boolean, bf16 };
 
-std::string_view dtype_name(DType dtype);  // "f32", "f64", "i64", "bool"
+std::string_view dtype_name(DType dtype);  // "f32", "f64", "i64", "bool", "bf16"
 std::size_t dtype_size(DType dtype);       // bytes per element
+/// The dtypes arithmetic is defined on.
 inline bool is_floating(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
+/// The dtypes gradients flow through: the floating ones and bf16.
+inline bool is_differentiable(DType dtype) { return is_floating(dtype) || dtype == DType::bf16; }
 
 /// The DType of a C++ scalar type: dtype_of<float> == DType::f32.
 template <class T>
@@ -23,7 +30,8 @@ constexpr DType dtype_of() {
   else if constexpr (std::is_same_v<T, double>) return DType::f64;
   else if constexpr (std::is_same_v<T, std::int64_t>) return DType::i64;
   else if constexpr (std::is_same_v<T, bool>) return DType::boolean;
-  else static_assert(sizeof(T) == 0, "loom tensors hold float, double, int64_t or bool");
+  else if constexpr (std::is_same_v<T, bfloat16>) return DType::bf16;
+  else static_assert(sizeof(T) == 0, "loom tensors hold float, double, int64_t, bool or bfloat16");
 }
 
 }  // namespace loom

@@ -20,8 +20,6 @@ namespace loom {
 
 namespace {
 
-constexpr std::size_t kAlignment = 64;
-
 /// Symbolic tensors (framework/graph/symbolic.hpp) have no storage.
 void check_has_data(const Tensor& t, std::string_view what) {
   check(t.impl().storage != nullptr, "{}: a symbolic tensor (shape {}, {}) has no data; only ops and layers can be "
@@ -49,7 +47,7 @@ T convert(auto value) {
 Storage::Storage(std::size_t bytes, bool zero) : bytes_(bytes) {
   if (bytes <= kInlineBytes) {
     const auto address = reinterpret_cast<std::uintptr_t>(inline_);
-    data_ = inline_ + ((kAlignment - address % kAlignment) % kAlignment);
+    data_ = inline_ + ((detail::kBufferAlignment - address % detail::kBufferAlignment) % detail::kBufferAlignment);
   } else {
     data_ = detail::allocate_buffer(bytes);
     if (data_ == nullptr) throw Error(fmt::format("Tensor: cannot allocate {} bytes", bytes));
@@ -132,6 +130,7 @@ template Tensor Tensor::from_vector(const std::vector<float>&, const Shape&);
 template Tensor Tensor::from_vector(const std::vector<double>&, const Shape&);
 template Tensor Tensor::from_vector(const std::vector<std::int64_t>&, const Shape&);
 template Tensor Tensor::from_vector(const std::vector<bool>&, const Shape&);
+template Tensor Tensor::from_vector(const std::vector<bfloat16>&, const Shape&);
 
 namespace {
 template <class Sample>
@@ -216,6 +215,7 @@ template float* Tensor::data<float>() const;
 template double* Tensor::data<double>() const;
 template std::int64_t* Tensor::data<std::int64_t>() const;
 template bool* Tensor::data<bool>() const;
+template bfloat16* Tensor::data<bfloat16>() const;
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
@@ -234,6 +234,7 @@ template std::vector<float> Tensor::to_vector<float>() const;
 template std::vector<double> Tensor::to_vector<double>() const;
 template std::vector<std::int64_t> Tensor::to_vector<std::int64_t>() const;
 template std::vector<bool> Tensor::to_vector<bool>() const;
+template std::vector<bfloat16> Tensor::to_vector<bfloat16>() const;
 
 template <class T>
 T Tensor::item() const {
@@ -292,7 +293,7 @@ std::string format_element(const Tensor& t, std::int64_t storage_index) {
     const T value = reinterpret_cast<const T*>(t.impl().storage->data())[storage_index];
     if constexpr (std::is_same_v<T, bool>) return value ? "true" : "false";
     else if constexpr (std::is_integral_v<T>) return fmt::format("{}", value);
-    else return fmt::format("{:.6g}", value);
+    else return fmt::format("{:.6g}", static_cast<double>(value));
   });
 }
 

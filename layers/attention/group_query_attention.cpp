@@ -13,6 +13,7 @@ namespace loom::layers {
 
 GroupQueryAttention::GroupQueryAttention(GroupQueryAttentionOptions options)
     : Layer("grouped_query_attention", options.name), options_(std::move(options)) {
+  if (options_.dtype) set_dtype_policy(*options_.dtype);
   const auto& o = options_;
   check(o.head_dim > 0, "{}: head_dim must be a positive integer, got {}", name(), o.head_dim);
   check(o.num_query_heads > 0, "{}: num_query_heads must be a positive integer, got {}", name(), o.num_query_heads);
@@ -62,7 +63,8 @@ void GroupQueryAttention::build_from(const Shape& query_shape, const Shape& valu
          .bias_axes = options_.use_bias ? std::optional<std::string>(bias_axes) : std::nullopt,
          .kernel_initializer = options_.kernel_initializer,
          .bias_initializer = options_.bias_initializer,
-         .name = child}));
+         .name = child,
+         .dtype = dtype_policy().name}));
     dense.maybe_build(input_shape, dtype);
     return &dense;
   };
@@ -75,7 +77,8 @@ void GroupQueryAttention::build_from(const Shape& query_shape, const Shape& valu
       {.bias_axes = options_.use_bias ? std::optional<std::string>("m") : std::nullopt,
        .kernel_initializer = options_.kernel_initializer,
        .bias_initializer = options_.bias_initializer,
-       .name = "attention_output"}));
+       .name = "attention_output",
+       .dtype = dtype_policy().name}));
   output_dense_->maybe_build({query_shape[0], query_shape[1], hq, dim}, dtype);
 }
 

@@ -69,6 +69,8 @@ struct GroupQueryAttentionOptions {
   /// Seeds the dropout: each call draws a new mask, the sequence reproducible from the seed.
   std::optional<std::uint64_t> seed = std::nullopt;
   std::optional<std::string> name = std::nullopt;
+  /// A dtype policy's name (layers/dtype_policy.hpp), given to the projections too; none: the global one.
+  std::optional<std::string> dtype = std::nullopt;
 };
 
 /// The call arguments after query and value, in Keras's order, as MultiHeadAttention's (key [B, S, Dk];

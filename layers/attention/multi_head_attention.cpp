@@ -78,6 +78,7 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options)
     : Layer("multi_head_attention", options.name),
       options_(std::move(options)),
       value_dim_(options_.value_dim.value_or(options_.key_dim)) {
+  if (options_.dtype) set_dtype_policy(*options_.dtype);
   const auto& o = options_;
   check(o.num_heads > 0, "{}: num_heads must be a positive integer, got {}", name(), o.num_heads);
   check(o.key_dim > 0, "{}: key_dim must be a positive integer, got {}", name(), o.key_dim);
@@ -161,7 +162,8 @@ void MultiHeadAttention::build_from(const Shape& query_shape, const Shape& value
          .bias_axes = options_.use_bias ? std::optional(proj.bias_axes) : std::nullopt,
          .kernel_initializer = options_.kernel_initializer,
          .bias_initializer = options_.bias_initializer,
-         .name = child}));
+         .name = child,
+         .dtype = dtype_policy().name}));
     dense.maybe_build(input_shape, dtype);
     return &dense;
   };
@@ -177,7 +179,8 @@ void MultiHeadAttention::build_from(const Shape& query_shape, const Shape& value
       {.bias_axes = options_.use_bias ? std::optional(out.bias_axes) : std::nullopt,
        .kernel_initializer = options_.kernel_initializer,
        .bias_initializer = options_.bias_initializer,
-       .name = "attention_output"}));
+       .name = "attention_output",
+       .dtype = dtype_policy().name}));
   Shape attended = with_last(query_dense_->compute_output_shape(query_shape), value_dim_);
   output_dense_->maybe_build(attended, dtype);
 }

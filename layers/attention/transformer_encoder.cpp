@@ -40,13 +40,15 @@ void TransformerEncoder::build(const Shape& input_shape) {
                                               .key_dim = key_dim,
                                               .dropout = options_.attention_dropout,
                                               .flash_attention = options_.flash_attention,
-                                              .name = "self_attention_layer"}));
+                                              .name = "self_attention_layer",
+                                              .dtype = dtype_policy().name}));
   attention_norm_ = &add_layer(LayerNormalization({.epsilon = options_.epsilon, .name = "self_attention_layer_norm"}));
   attention_dropout_ = &add_layer(Dropout(options_.dropout, {.name = "self_attention_dropout"}));
   feedforward_norm_ = &add_layer(LayerNormalization({.epsilon = options_.epsilon, .name = "feedforward_layer_norm"}));
   intermediate_ = &add_layer(Dense(options_.ff_dim, {.activation = options_.activation,
-                                                     .name = "feedforward_intermediate_dense"}));
-  output_ = &add_layer(Dense(width, {.name = "feedforward_output_dense"}));
+                                                     .name = "feedforward_intermediate_dense",
+                                                     .dtype = dtype_policy().name}));
+  output_ = &add_layer(Dense(width, {.name = "feedforward_output_dense", .dtype = dtype_policy().name}));
   feedforward_dropout_ = &add_layer(Dropout(options_.dropout, {.name = "feedforward_dropout"}));
 
   // Every child sees [batch, seq, width] (the intermediate Dense's output goes to the output Dense).

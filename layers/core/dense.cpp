@@ -10,6 +10,7 @@ Dense::Dense(std::int64_t units, DenseOptions options)
       options_(std::move(options)),
       activation_(options_.activation.function(name())) {
   check(units > 0, "{}: units must be positive, got {}", name(), units);
+  if (options_.dtype) set_dtype_policy(*options_.dtype);
   set_activity_regularizer(options_.activity_regularizer);
 }
 
@@ -40,10 +41,12 @@ void Dense::build(const Shape& input_shape) {
 
 Tensor Dense::call(const Tensor& x, bool) {
   check_input(x.shape());
-  check(x.dtype() == dtype(), "{}: expected a {} input (the dtype of its weights), got {} of shape {}", name(), dtype(),
-        x.dtype(), x.shape());
+  check(x.dtype() == dtype() || (dtype_policy().mixed_bfloat16 && is_differentiable(x.dtype())),
+        "{}: expected a {} input (the dtype of its weights), got {} of shape {}", name(), dtype(), x.dtype(),
+        x.shape());
   // One gemm over all leading axes, the bias added inside it.
-  return apply_activation(activation_, ops::dense(x, kernel_, bias_.defined() ? bias_.value() : Tensor()));
+  return apply_activation(activation_, ops::dense(matmul_operand(x), matmul_operand(kernel_),
+                                                  bias_.defined() ? bias_.value() : Tensor()));
 }
 
 }  // namespace loom::layers

@@ -27,6 +27,7 @@ struct DenseOptions {
   Constraint kernel_constraint = {};      // applied by the optimizer after each update
   Constraint bias_constraint = {};
   std::optional<std::string> name = std::nullopt;
+  std::optional<std::string> dtype = std::nullopt;  // a dtype policy's name (layers/dtype_policy.hpp); none: global
 };
 
 class Dense : public Layer {

@@ -30,6 +30,7 @@ EinsumDense::EinsumDense(std::string equation, Shape output_shape, EinsumDenseOp
       partial_output_shape_(std::move(output_shape)),
       options_(std::move(options)),
       activation_(options_.activation.function(name())) {
+  if (options_.dtype) set_dtype_policy(*options_.dtype);
   set_activity_regularizer(options_.activity_regularizer);
   const auto comma = equation_.find(',');
   const auto arrow = equation_.find("->");
@@ -131,15 +132,17 @@ void EinsumDense::build(const Shape& input_shape) {
                        options_.bias_constraint);
 }
 
-Tensor EinsumDense::call(const Tensor& x, bool) {
-  check(x.dtype() == dtype(), "{}: expected a {} input (the dtype of its weights), got {} of shape {}", name(), dtype(),
-        x.dtype(), x.shape());
+Tensor EinsumDense::call(const Tensor& input, bool) {
+  check(input.dtype() == dtype() || (dtype_policy().mixed_bfloat16 && is_differentiable(input.dtype())),
+        "{}: expected a {} input (the dtype of its weights), got {} of shape {}", name(), dtype(), input.dtype(),
+        input.shape());
+  const Tensor x = matmul_operand(input);
   const Analysis a = analyze(x.shape());
   check(a.kernel_shape == kernel_.shape(),
         "{}: an input of shape {} needs a kernel of shape {} for equation '{}', but the layer was built with {}",
         name(), x.shape(), a.kernel_shape, equation_, kernel_.shape());
   if (auto y = call_as_dense(x, a.output_shape)) return apply_activation(activation_, *y);
-  Tensor y = ops::einsum(equation_, x, kernel_);
+  Tensor y = ops::einsum(equation_, x, matmul_operand(kernel_));
   if (bias_.defined()) y = y + bias_.value();  // the bias covers the trailing output axes, so it broadcasts
   return apply_activation(activation_, y);
 }
@@ -155,7 +158,7 @@ std::optional<Tensor> EinsumDense::call_as_dense(const Tensor& x, const Shape& o
   Shape x_shape(x.shape().begin(), x.shape().end() - std::ptrdiff_t(dense_contraction_));
   x_shape.push_back(in);
   const Tensor bias = bias_.defined() ? ops::reshape(bias_.value(), {units}) : Tensor();
-  return ops::reshape(ops::dense(ops::reshape(x, x_shape), ops::reshape(kernel_.value(), {in, units}), bias),
+  return ops::reshape(ops::dense(ops::reshape(x, x_shape), ops::reshape(matmul_operand(kernel_), {in, units}), bias),
                       output_shape);
 }
 

@@ -33,6 +33,7 @@ struct EinsumDenseOptions {
   Constraint bias_constraint = {};
   Regularizer activity_regularizer = {};  // Keras's keyword argument of every layer: of the output / batch size
   std::optional<std::string> name = std::nullopt;
+  std::optional<std::string> dtype = std::nullopt;  // a dtype policy's name (layers/dtype_policy.hpp); none: global
 };
 
 class EinsumDense : public Layer {

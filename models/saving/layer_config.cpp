@@ -336,15 +336,17 @@ std::string read_activation(Reader& r, std::string_view key) {
 
 // ---- dtype policies ----
 
-json dtype_policy(DType dtype) {
-  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", keras_dtype_name(dtype)}}},
+/// A layer's "dtype" entry: its weights' dtype, or mixed_bfloat16 when its policy is that.
+json dtype_policy(const L::Layer& layer) {
+  const std::string name = layer.dtype_policy().mixed_bfloat16 ? "mixed_bfloat16" : keras_dtype_name(layer.dtype());
+  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", name}}},
           {"registered_name", nullptr}};
 }
 
-/// A layer's "dtype": null (float32), a name, or a serialized DTypePolicy. loom's layers compute in
-/// float32 or float64.
-DType dtype_policy_from(const json* value, const std::string& what) {
-  if (value == nullptr) return DType::f32;
+/// A layer's "dtype": null (float32), a name, or a serialized DTypePolicy; returns the policy's name, one that
+/// loom runs (layers/dtype_policy.hpp).
+std::string dtype_policy_name(const json* value, const std::string& what) {
+  if (value == nullptr) return "float32";
   std::string name;
   if (value->is_string()) {
     name = value->get<std::string>();
@@ -352,14 +354,16 @@ DType dtype_policy_from(const json* value, const std::string& what) {
     expect_object(*value, what);
     const std::string class_name = as_string(member(*value, "class_name", what), what + ": 'class_name'");
     check(class_name == "DTypePolicy" || class_name == "FloatDTypePolicy", "{}: loom supports the dtype policies "
-          "float32 and float64, got a {}", what, class_name);
+          "float32, float64 and mixed_bfloat16, got a {}", what, class_name);
     const json& config = member(*value, "config", what);
     name = as_string(member(config, "name", what + " config"), what + " config: 'name'");
   }
-  check(name == "float32" || name == "float64", "{}: loom supports the dtype policies float32 and float64, got "
-        "'{}'", what, name);
-  return name == "float64" ? DType::f64 : DType::f32;
+  DTypePolicy::from_name(name, what);  // one loom does not run fails here
+  return name;
 }
+
+/// The dtype a layer of this policy builds its weights in.
+DType weights_dtype(const std::string& policy) { return policy == "float64" ? DType::f64 : DType::f32; }
 
 // ---- the built-in classes ----
 
@@ -1117,6 +1121,8 @@ std::string keras_dtype_name(DType dtype) {
       return "int64";
     case DType::boolean:
       return "bool";
+    case DType::bf16:
+      return "bfloat16";
   }
   throw Error("keras_dtype_name: unknown dtype");
 }
@@ -1126,8 +1132,9 @@ DType dtype_from_keras(const std::string& name, const std::string& what) {
   if (name == "float64") return DType::f64;
   if (name == "int32" || name == "int64") return DType::i64;
   if (name == "bool") return DType::boolean;
-  throw Error(fmt::format("{}: loom supports the dtypes float32, float64, int32 and int64 (read as int64) and "
-                          "bool, got '{}'", what, name));
+  if (name == "bfloat16") return DType::bf16;
+  throw Error(fmt::format("{}: loom supports the dtypes float32, float64, bfloat16, int32 and int64 (read as "
+                          "int64) and bool, got '{}'", what, name));
 }
 
 CallStyle call_style(const Layer& layer) {
@@ -1157,7 +1164,7 @@ json serialize_layer(const Layer& layer, const std::optional<Shape>& build_input
     return {{"module", "keras.layers"}, {"class_name", "InputLayer"}, {"config", config},
             {"registered_name", nullptr}};
   }
-  json config = {{"name", layer.name()}, {"trainable", layer.trainable()}, {"dtype", dtype_policy(layer.dtype())}};
+  json config = {{"name", layer.name()}, {"trainable", layer.trainable()}, {"dtype", dtype_policy(layer)}};
   // Keras's Layer.get_config: every layer's activity_regularizer, when it has one.
   if (layer.activity_regularizer())
     config["activity_regularizer"] = regularizer_to_config(layer.activity_regularizer(), what);
@@ -1248,7 +1255,7 @@ std::shared_ptr<Layer> deserialize_layer(const json& entry, const LoadContext& c
     Reader r(config, what);
     r.find("name");
     trainable = r.boolean("trainable", true);
-    dtype_policy_from(r.find("dtype"), r.what("dtype"));
+    const std::string policy = dtype_policy_name(r.find("dtype"), r.what("dtype"));
     // Keras's Layer takes activity_regularizer as a keyword argument of every class; loom applies it in the
     // single-tensor call, so the classes called with several tensors refuse it.
     Regularizer activity;
@@ -1258,6 +1265,7 @@ std::shared_ptr<Layer> deserialize_layer(const json& entry, const LoadContext& c
       r.unsupported({"activity_regularizer"});
     layer = builtin->from_config(r, name);
     r.finish();
+    if (!layer->built()) layer->set_dtype_policy(policy);
     if (activity) layer->set_activity_regularizer(std::move(activity));
   }
   if (!trainable) layer->set_trainable(false);
@@ -1268,7 +1276,8 @@ DType layer_dtype_policy(const json& entry, const std::string& where) {
   if (!entry.is_object() || !entry.contains("config") || !entry["config"].is_object()) return DType::f32;
   const json& config = entry["config"];
   const auto it = config.find("dtype");
-  return dtype_policy_from(it == config.end() || it->is_null() ? nullptr : &*it, where + ": config 'dtype'");
+  return weights_dtype(dtype_policy_name(it == config.end() || it->is_null() ? nullptr : &*it,
+                                        where + ": config 'dtype'"));
 }
 
 }  // namespace detail

@@ -442,7 +442,7 @@ class FunctionalWriter {
   }
 
   static DType dtype_from_loom(const std::string& name) {
-    for (DType d : {DType::f32, DType::f64, DType::i64, DType::boolean})
+    for (DType d : {DType::f32, DType::f64, DType::i64, DType::boolean, DType::bf16})
       if (dtype_name(d) == name) return d;
     throw Error(fmt::format("saving: unknown dtype '{}'", name));
   }

@@ -57,6 +57,19 @@ TEST_CASE("remat gives the gradients of the plain function bit for bit in float6
   check_same_tensors(gradients(blocks, x, true), gradients(blocks, x, false));
 }
 
+TEST_CASE("remat of a function of one tensor gives the same gradients", "[remat]") {
+  const Block block(5, 11);
+  const Tensor x = Tensor::randn({3, 5}, DType::f64, 13);
+  auto grads = [&](bool use_remat) {
+    GradientTape tape;
+    tape.watch(x);
+    const Tensor y = use_remat ? remat([&](const Tensor& t) { return block(t); })(x) : block(x);
+    return tape.gradient(ops::sum(ops::square(y)), Tensors{x, block.w1.value(), block.w2.value()});
+  };
+  check_same_tensors(grads(true), grads(false));
+  CHECK_THROWS_WITH(remat(UnaryRematFunction()), Catch::Contains("remat: the function is empty"));
+}
+
 TEST_CASE("remat keeps only its inputs: a step's peak of live tensors falls", "[remat]") {
   std::vector<Block> blocks;
   for (std::uint64_t b = 0; b < 12; ++b) blocks.emplace_back(64, 2 * b + 1);

@@ -266,7 +266,7 @@ TEST_CASE("matmul rejects bad inputs with clear messages", "[linalg]") {
   REQUIRE_THROWS_WITH(ops::matmul(a, Tensor::ones({3, 2}, DType::f64)),
                       Contains("matmul") && Contains("dtypes differ") && Contains("[2, 3]") && Contains("f64"));
   REQUIRE_THROWS_WITH(ops::matmul(Tensor::ones({2, 3}, DType::i64), Tensor::ones({3, 2}, DType::i64)),
-                      Contains("matmul") && Contains("float32 or float64") && Contains("i64"));
+                      Contains("matmul") && Contains("float32, float64 or bf16") && Contains("i64"));
   REQUIRE_THROWS_WITH(ops::matmul(Tensor::scalar(2.0), a),
                       Contains("matmul") && Contains("rank >= 1") && Contains("[]"));
   REQUIRE_THROWS_WITH(ops::matmul(Tensor::ones({2, 2, 3}), Tensor::ones({3, 3, 2})),
@@ -362,7 +362,7 @@ TEST_CASE("einsum rejects malformed equations and mismatched operands", "[linalg
   REQUIRE_THROWS_WITH(ops::einsum("ij,jk->ik", a, Tensor::ones({3, 4}, DType::f64)),
                       Contains("einsum: dtypes differ") && Contains("[3, 4]"));
   REQUIRE_THROWS_WITH(ops::einsum("ij,jk->ik", Tensor::ones({2, 3}, DType::i64), Tensor::ones({3, 4}, DType::i64)),
-                      Contains("einsum") && Contains("float32 or float64"));
+                      Contains("einsum") && Contains("float32, float64 or bf16"));
 }
 
 // ---------------------------------------------------------------- dense (matmul + bias in one gemm)

@@ -1,0 +1,129 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "framework/autograd/tape.hpp"
+#include "framework/ops/ops.hpp"
+#include "layers/attention/multi_head_attention.hpp"
+#include "layers/core/dense.hpp"
+#include "layers/core/einsum_dense.hpp"
+#include "layers/dtype_policy.hpp"
+#include "tests/test_helpers.hpp"
+
+using namespace loom;
+using namespace loom::testing;
+using Catch::Contains;
+namespace L = loom::layers;
+
+// mixed_bfloat16 checked against float32: the same weights, the outputs and gradients within bf16's
+// precision (operands rounded to 8 significant bits, products accumulated in float32).
+
+namespace {
+
+/// Sets the global policy for one test, then the default again.
+struct GlobalPolicy {
+  explicit GlobalPolicy(const std::string& name) { mixed_precision::set_global_policy(name); }
+  ~GlobalPolicy() { mixed_precision::set_global_policy("float32"); }
+  GlobalPolicy(const GlobalPolicy&) = delete;
+  GlobalPolicy& operator=(const GlobalPolicy&) = delete;
+};
+
+/// max |got - want| <= tol * max |want|.
+void check_relative(const Tensor& got, const Tensor& want, double tol) {
+  REQUIRE(got.shape() == want.shape());
+  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
+  double scale = 0.0, error = 0.0;
+  for (std::size_t i = 0; i < g.size(); ++i) {
+    scale = std::max(scale, std::abs(w[i]));
+    error = std::max(error, std::abs(g[i] - w[i]));
+  }
+  INFO("max error " << error << " against max magnitude " << scale);
+  CHECK(error <= tol * scale);
+  CHECK(error > 0.0);  // bf16 did round something: the mixed path really ran
+}
+
+void copy_weights(const L::Layer& from, const L::Layer& to) {
+  const std::vector<Variable> source = from.weights();
+  std::vector<Variable> target = to.weights();
+  REQUIRE(source.size() == target.size());
+  for (std::size_t i = 0; i < source.size(); ++i) target[i].assign(source[i].value());
+}
+
+}  // namespace
+
+TEST_CASE("dtype policies: Keras's names, and clear errors for the ones loom does not run", "[mixed_precision]") {
+  CHECK(mixed_precision::global_policy().name == "float32");
+  CHECK_FALSE(mixed_precision::global_policy().mixed_bfloat16);
+  {
+    const GlobalPolicy mixed("mixed_bfloat16");
+    CHECK(mixed_precision::global_policy().mixed_bfloat16);
+    const L::Dense made_now(4);
+    CHECK(made_now.dtype_policy().name == "mixed_bfloat16");
+    const L::Dense own(4, {.dtype = "float32"});
+    CHECK_FALSE(own.dtype_policy().mixed_bfloat16);
+  }
+  const L::Dense after(4);
+  CHECK_FALSE(after.dtype_policy().mixed_bfloat16);
+  CHECK_THROWS_WITH(mixed_precision::set_global_policy("mixed_float16"), Contains("no float16"));
+  CHECK_THROWS_WITH(mixed_precision::set_global_policy("float16"), Contains("no float16"));
+  CHECK_THROWS_WITH(mixed_precision::set_global_policy("bfloat16"), Contains("use 'mixed_bfloat16'"));
+  CHECK_THROWS_WITH(mixed_precision::set_global_policy("mixed_bf16"), Contains("unknown dtype policy 'mixed_bf16'"));
+  CHECK_THROWS_WITH(L::Dense(4, {.name = "d", .dtype = "half"}), Contains("d: unknown dtype policy 'half'"));
+  CHECK(mixed_precision::global_policy().name == "float32");  // a refused name changes nothing
+  L::Dense built(4);
+  built(Tensor::zeros({2, 3}));
+  CHECK_THROWS_WITH(built.set_dtype_policy("mixed_bfloat16"), Contains("before the layer is built"));
+}
+
+TEST_CASE("a mixed_bfloat16 Dense keeps float32 variables and matches float32 within bf16's precision",
+          "[mixed_precision]") {
+  const Tensor x = randn({8, 5, 48}, 1, DType::f32);
+  L::Dense reference(32, {.activation = "gelu"});
+  L::Dense mixed(32, {.activation = "gelu", .dtype = "mixed_bfloat16"});
+  const Tensor want = reference(x);
+  mixed.maybe_build(x.shape(), DType::f32);
+  copy_weights(reference, mixed);
+  CHECK(mixed.kernel().value().dtype() == DType::f32);
+  const Tensor got = mixed(x);
+  CHECK(got.dtype() == DType::f32);
+  check_relative(got, want, 2e-2);
+
+  // Gradients of the float32 variables, float32 themselves.
+  auto grads = [&](L::Dense& layer) {
+    GradientTape tape;
+    const Tensor loss = ops::sum(ops::square(layer(x, true)));
+    return tape.gradient(loss, layer.trainable_weights());
+  };
+  const std::vector<Tensor> g = grads(mixed), r = grads(reference);
+  REQUIRE(g.size() == 2);
+  CHECK(g[0].dtype() == DType::f32);
+  check_relative(g[0], r[0], 3e-2);
+  check_relative(g[1], r[1], 3e-2);
+  // A float64 input is computed in bf16 too; the variables stay float32.
+  CHECK(mixed(ops::cast(x, DType::f64)).dtype() == DType::f32);
+}
+
+TEST_CASE("MultiHeadAttention under mixed_bfloat16: bf16 projections, float32 softmax, float32 result",
+          "[mixed_precision]") {
+  const Tensor q = randn({2, 12, 32}, 2, DType::f32), v = randn({2, 10, 32}, 3, DType::f32);
+  L::MultiHeadAttention reference({.num_heads = 4, .key_dim = 8});
+  const Tensor want = reference(q, v);
+  std::optional<L::MultiHeadAttention> mixed;
+  {
+    const GlobalPolicy policy("mixed_bfloat16");
+    mixed.emplace(L::MultiHeadAttentionOptions{.num_heads = 4, .key_dim = 8});
+  }
+  // Built (after the global policy was reset): the projections still take the layer's own policy.
+  (*mixed)(q, v);
+  copy_weights(reference, *mixed);
+  for (const Variable& w : mixed->weights()) CHECK(w.value().dtype() == DType::f32);
+  const Tensor got = (*mixed)(q, v);
+  CHECK(got.dtype() == DType::f32);
+  check_relative(got, want, 3e-2);
+  const L::MultiHeadAttention own({.num_heads = 4, .key_dim = 8, .dtype = "mixed_bfloat16"});
+  CHECK(own.dtype_policy().mixed_bfloat16);
+}
