@@ -1,11 +1,14 @@
 """The PyTorch peer of bench_encoder: the identical pre-norm encoder block training step (forward, backward,
 Adam), batch 32, sequence 128, d_model 256, 8 heads, feed-forward 1024 (ReLU), LayerNorm eps 1e-3, MSE loss,
-float32, 2 threads. Prints the median step time and the peak RSS.
+float32, 2 threads. Prints the median step time and the peak RSS. --autocast-bf16 runs the forward pass under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's mixed bfloat16 (the peer of loom's mixed_bfloat16).
 
-    python3 benchmarks/encoder/peer_torch.py
+    python3 benchmarks/encoder/peer_torch.py [--autocast-bf16]
     OPENBLAS_CORETYPE=SkylakeX python3 benchmarks/encoder/peer_torch.py   # for builds of torch on OpenBLAS
 """
+import contextlib
 import resource
+import sys
 import time
 
 import torch
@@ -29,6 +32,9 @@ class PreNormBlock(torch.nn.Module):
 
 
 def main():
+    autocast = sys.argv[1:] == ["--autocast-bf16"]
+    if sys.argv[1:] and not autocast:
+        sys.exit("usage: peer_torch.py [--autocast-bf16]")
     torch.set_num_threads(2)
     torch.manual_seed(0)
     x = torch.randn(BATCH, SEQ, MODEL)
@@ -39,7 +45,8 @@ def main():
     for step in range(WARMUP + REPEATS):
         start = time.perf_counter()
         adam.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.mse_loss(block(x), target)
+        with torch.autocast("cpu", dtype=torch.bfloat16) if autocast else contextlib.nullcontext():
+            loss = torch.nn.functional.mse_loss(block(x).float(), target)
         loss.backward()
         adam.step()
         elapsed = (time.perf_counter() - start) * 1000
@@ -47,7 +54,8 @@ def main():
             times.append(elapsed)
     times.sort()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"torch {torch.__version__} encoder step: median {times[len(times) // 2]:.1f} ms "
+    mode = "autocast bf16" if autocast else "float32"
+    print(f"torch {torch.__version__} encoder step ({mode}): median {times[len(times) // 2]:.1f} ms "
           f"(min {times[0]:.1f}, max {times[-1]:.1f}) over {len(times)} steps, peak RSS {rss:.0f} MiB, "
           f"threads {torch.get_num_threads()}")
 

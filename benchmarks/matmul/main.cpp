@@ -8,15 +8,21 @@
 //   OPENBLAS_CORETYPE=Prescott bench_matmul   # the generic core OpenBLAS 0.3.21 falls back to on new CPUs
 //
 // Each figure is the median over repeats; loom and sgemm calls alternate so that both see the same noise.
+//
+// Then bf16 products (ops::matmul of bf16 operands, a float32 result) on each bf16 engine this machine runs, at
+// the shapes of the encoder benchmark's step (4096 tokens, d_model 256, ff 1024; forward, and the backward's
+// transposed forms), next to the float32 product of the same shape, on the default threads.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "framework/ops/ops.hpp"
+#include "framework/runtime/bf16_matmul.hpp"
 #include "framework/runtime/blas.hpp"
 #include "framework/runtime/cpu_features.hpp"
 #include "framework/runtime/detail/gemm.hpp"
@@ -71,6 +77,51 @@ Row measure(std::int64_t n, int repeats, int threads, Sgemm sgemm, SetThreads se
   return {flops / median(loom_s) * 1e-9, flops / median(sgemm_s) * 1e-9};
 }
 
+/// GFLOP/s of op(a) @ op(b), float32 and bf16 on each engine, alternating, median of `repeats`.
+void bf16_products(int repeats) {
+  struct Product {
+    std::int64_t m, k, n;
+    bool transpose_a, transpose_b;
+    const char* what;
+  };
+  const Product products[] = {{4096, 256, 256, false, false, "x @ W (projection)"},
+                              {4096, 256, 1024, false, false, "x @ W1 (feed-forward in)"},
+                              {4096, 1024, 256, false, false, "h @ W2 (feed-forward out)"},
+                              {4096, 256, 1024, false, true, "g @ W^T (input gradient)"},
+                              {1024, 4096, 256, true, false, "x^T @ g (kernel gradient)"},
+                              {2048, 2048, 2048, false, false, "square 2048"}};
+  const std::vector<std::string> engines = available_bf16_matmul_engines();
+  fmt::print("\nbf16 products (engines: {}; default {})\n", fmt::join(engines, ", "), bf16_matmul_engine());
+  fmt::print("{:>28} {:>16}", "product", "f32 GFLOP/s");
+  for (const std::string& e : engines) fmt::print(" {:>16} {:>8}", e + " GFLOP/s", "x f32");
+  fmt::print("\n");
+  const std::string previous = bf16_matmul_engine();
+  for (const Product& p : products) {
+    const Shape a_shape = p.transpose_a ? Shape{p.k, p.m} : Shape{p.m, p.k};
+    const Shape b_shape = p.transpose_b ? Shape{p.n, p.k} : Shape{p.k, p.n};
+    const Tensor a = Tensor::randn(a_shape, DType::f32, 3), b = Tensor::randn(b_shape, DType::f32, 4);
+    const Tensor ha = ops::cast(a, DType::bf16), hb = ops::cast(b, DType::bf16);
+    auto op = [&](const Tensor& t, bool transpose) { return transpose ? ops::transpose(t) : t; };
+    std::vector<std::vector<double>> s(engines.size() + 1);
+    for (int i = 0; i < repeats + 1; ++i) {  // the first round warms up
+      const double f32 = seconds_of([&] { (void)ops::matmul(op(a, p.transpose_a), op(b, p.transpose_b)); });
+      if (i > 0) s[0].push_back(f32);
+      for (std::size_t e = 0; e < engines.size(); ++e) {
+        set_bf16_matmul_engine(engines[e]);
+        const double t = seconds_of([&] { (void)ops::matmul(op(ha, p.transpose_a), op(hb, p.transpose_b)); });
+        if (i > 0) s[e + 1].push_back(t);
+      }
+    }
+    const double flops = 2.0 * double(p.m) * double(p.k) * double(p.n);
+    fmt::print("{:>28} {:>16.1f}", p.what, flops / median(s[0]) * 1e-9);
+    for (std::size_t e = 0; e < engines.size(); ++e)
+      fmt::print(" {:>16.1f} {:>7.2f}x", flops / median(s[e + 1]) * 1e-9, median(s[0]) / median(s[e + 1]));
+    fmt::print("\n");
+    std::fflush(stdout);
+  }
+  set_bf16_matmul_engine(previous);
+}
+
 }  // namespace
 
 int main() {
@@ -101,5 +152,7 @@ int main() {
   }
   fmt::print("\nmedians over 200/21/7 repeats (n = 256/1024/2048). The generic core for comparison:\n"
              "  OPENBLAS_CORETYPE=Prescott bench_matmul\n");
+  set_blas_threads(info.threads);
+  bf16_products(9);
   return 0;
 }

@@ -83,7 +83,8 @@ std::vector<Tensor> backward(const Replay& replay, const std::vector<Tensor>& ou
     for (std::size_t k = 0; k < replay.computed.size(); ++k) {
       const Tensor& out = again[replay.computed[k]];
       if (!is_differentiable(out.dtype()) || !output_grads[k].defined()) continue;
-      Tensor term = ops::sum(out * output_grads[k]);
+      // A bf16 output's gradient is float32 (the tape carries bf16 gradients in float32).
+      Tensor term = ops::sum((out.dtype() == DType::bf16 ? ops::cast(out, DType::f32) : out) * output_grads[k]);
       if (target.defined() && term.dtype() != target.dtype()) term = ops::cast(term, target.dtype());
       target = target.defined() ? target + term : term;
     }

@@ -101,17 +101,10 @@ struct GradientTape::Recording {
 
 namespace {
 
-/// Gradients are summed in their dtype; bf16 ones (no arithmetic of their own) in float32, rounded back once.
-Tensor add_gradients(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != DType::bf16) return ops::add(a, b);
-  return ops::cast(ops::add(ops::cast(a, DType::f32), ops::cast(b, DType::f32)), DType::bf16);
-}
-
-/// A broadcast input's gradient summed back to its shape, bf16 ones in float32.
-Tensor sum_gradient_to(const Tensor& g, const Shape& shape) {
-  if (g.dtype() != DType::bf16) return ops::sum_to(g, shape);
-  return ops::cast(ops::sum_to(ops::cast(g, DType::f32), shape), DType::bf16);
-}
+/// The dtype a tensor's gradient is carried in while the tape sums them: its own, but float32 for bf16 (which
+/// has no arithmetic), so that the gradients of a bf16 tensor are summed in float32 and a bf16 product's
+/// backward rule returns its float32 products unrounded. tape.gradient() rounds a bf16 source's gradient once.
+DType gradient_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
 
 bool wants(const GradientTape::Recording& rec, const Tensor& t) { return rec.paused == 0 && rec.tracks(t); }
 
@@ -239,7 +232,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
     for (const auto& out : node.outputs) {
       auto it = grads.find(out.id);
       any = any || it != grads.end();
-      output_grads.push_back(it != grads.end() ? it->second : Tensor::zeros(out.shape, out.dtype));
+      output_grads.push_back(it != grads.end() ? it->second : Tensor::zeros(out.shape, gradient_dtype(out.dtype)));
     }
     if (!any) {
       if (!keep_nodes) node.backward = nullptr;
@@ -263,11 +256,13 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       const TensorMeta& in = node.inputs[i];
       Tensor g = input_grads[i];
       if (!g.defined() || !depends_on_source.count(in.id)) continue;
-      check(g.dtype() == in.dtype, "GradientTape.gradient: the backward rule of '{}' gave a {} gradient for {} input {}",
-            node.op, g.dtype(), in.dtype, i);
-      if (g.shape() != in.shape) g = sum_gradient_to(g, in.shape);
+      if (in.dtype == DType::bf16 && g.dtype() == DType::bf16) g = ops::cast(g, DType::f32);
+      check(g.dtype() == gradient_dtype(in.dtype),
+            "GradientTape.gradient: the backward rule of '{}' gave a {} gradient for {} input {}", node.op, g.dtype(),
+            in.dtype, i);
+      if (g.shape() != in.shape) g = ops::sum_to(g, in.shape);
       auto [it, inserted] = grads.try_emplace(in.id, g);
-      if (!inserted) it->second = add_gradients(it->second, g);
+      if (!inserted) it->second = ops::add(it->second, g);
     }
   }
 
@@ -275,7 +270,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
   result.reserve(sources.size());
   for (const auto& s : sources) {
     auto it = grads.find(s.id());
-    if (it != grads.end()) result.push_back(it->second);
+    if (it != grads.end()) result.push_back(ops::cast(it->second, s.dtype()));
     else result.push_back(unconnected == UnconnectedGradients::zero ? Tensor::zeros_like(s) : Tensor());
   }
   rec.used = true;

@@ -54,7 +54,8 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 /// x with `value` wherever mask (boolean, broadcastable to x) is true.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
-/// Converts to `dtype`; differentiable between f32 and f64 (the gradient is cast back). To bool: nonzero;
+/// Converts to `dtype`; differentiable between f32, f64 and bf16 (the gradient is cast back; a bf16 tensor's
+/// in float32). To bf16: round to nearest even. To bool: nonzero;
 /// from bool: 0 or 1; float to i64 truncates toward zero, and NaN, inf or values out of i64's range are an
 /// error. Casting to the tensor's own dtype returns it unchanged (no copy).
 Tensor cast(const Tensor& x, DType dtype);

@@ -181,9 +181,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       const Tensor lhs = a.ndim() == 1 ? ops::expand_dims(a, 0) : a;
       const Tensor rhs = b.ndim() == 1 ? ops::expand_dims(b, 1) : b;
       Tensor g2 = g[0].shape() == promoted ? g[0] : ops::reshape(g[0], promoted);
-      // bf16 operands: the products of the backward pass run in bf16 too, and give bf16 gradients.
-      const bool bf16 = a.dtype() == DType::bf16;
-      if (bf16) g2 = ops::cast(g2, DType::bf16);
+      // bf16 operands: the products of the backward pass run on bf16 too; their float32 results are the
+      // gradients (the tape carries a bf16 tensor's gradient in float32).
+      if (a.dtype() == DType::bf16) g2 = ops::cast(g2, DType::bf16);
       // dA = dC @ B^T and dB = A^T @ dC per batch entry; the tape sums broadcast batch dimensions away.
       Tensor ga = ops::matmul(g2, ops::transpose(rhs));
       // A shared 2-D B (a Dense kernel applied to [B, S, D]) gets its gradient from one folded product
@@ -191,10 +191,6 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
       Tensor gb = rhs.ndim() == 2 && lhs.ndim() > 2
                       ? ops::matmul(ops::transpose(ops::reshape(lhs, {rows, k})), ops::reshape(g2, {rows, n}))
                       : ops::matmul(ops::transpose(lhs), g2);
-      if (bf16) {
-        ga = ops::cast(ga, DType::bf16);
-        gb = ops::cast(gb, DType::bf16);
-      }
       if (a.ndim() == 1) ga = ops::squeeze(ga, -2);
       if (b.ndim() == 1) gb = ops::squeeze(gb, -1);
       return std::vector<Tensor>{ga, gb};
@@ -257,10 +253,10 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
     // dx = g @ kernel^T, dkernel = x^T @ g, dbias = sum(g) over the rows
     autograd::record("dense", inputs, {out}, [x, kernel, rows, in, units, has_bias](const std::vector<Tensor>& g) {
       const Tensor g2 = ops::reshape(g[0], {rows, units});
-      // bf16 input and kernel: their gradients come from bf16 products and are bf16; the bias's stays float32.
+      // bf16 input and kernel: their gradients are the float32 results of bf16 products.
       const Tensor gm = x.dtype() == DType::bf16 ? ops::cast(g2, DType::bf16) : g2;
-      std::vector<Tensor> grads{ops::reshape(ops::cast(ops::matmul(gm, ops::transpose(kernel)), x.dtype()), x.shape()),
-                                ops::cast(ops::matmul(ops::transpose(ops::reshape(x, {rows, in})), gm), x.dtype())};
+      std::vector<Tensor> grads{ops::reshape(ops::matmul(gm, ops::transpose(kernel)), x.shape()),
+                                ops::matmul(ops::transpose(ops::reshape(x, {rows, in})), gm)};
       if (has_bias) grads.push_back(ops::sum(g2, {0}));
       return grads;
     });

@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -72,10 +73,10 @@ void run_onednn_on_this_thread_only() {
 using BlockKey = std::tuple<bool, bool, std::int64_t, std::int64_t, std::int64_t, std::int64_t, std::int64_t,
                             std::int64_t, bool>;
 
-/// A block's oneDNN product and the layouts of its operands.
+/// A block's oneDNN product, the layouts of its operands and of its scratchpad.
 struct BlockProduct {
   dnnl::matmul product;
-  dnnl::memory::desc a, b, c;
+  dnnl::memory::desc a, b, c, scratchpad;
 };
 
 /// oneDNN matmul primitives by block, made once each (a primitive's creation costs far more than a small
@@ -100,13 +101,18 @@ class Primitives {
     const dnnl::memory::desc b({k, n}, dt::bf16, transpose_b ? dnnl::memory::dims{1, ldb} : dnnl::memory::dims{ldb, 1});
     const dnnl::memory::desc c({m, n}, dt::f32, dnnl::memory::dims{ldc, 1});
     dnnl::primitive_attr attr;
+    // Blocks of one product run at once on the pool's threads, and Debian's oneDNN shares one library-owned
+    // scratchpad between concurrent executions (DNNL_ENABLE_CONCURRENT_EXEC is off): each execution gets its
+    // own (thread_scratchpad below).
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
     if (accumulate) {
       dnnl::post_ops sum;
       sum.append_sum(1.0f);
       attr.set_post_ops(sum);
     }
     try {
-      return {dnnl::matmul(dnnl::matmul::primitive_desc(dnnl::matmul::desc(a, b, c), attr, engine_)), a, b, c};
+      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), attr, engine_);
+      return {dnnl::matmul(pd), a, b, c, pd.scratchpad_desc()};
     } catch (const dnnl::error& e) {
       throw Error(fmt::format("matmul: oneDNN has no bf16 product of {} x {} by {} x {} on this CPU ({}); use "
                               "LOOM_BF16_MATMUL=float32", m, k, k, n, e.what()));
@@ -123,6 +129,13 @@ Primitives& primitives() {
   return *cache;
 }
 
+/// This thread's scratchpad for oneDNN, at least `bytes` long (grown as needed, kept for the next product).
+void* thread_scratchpad(std::size_t bytes) {
+  thread_local std::vector<std::byte> buffer;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer.data();
+}
+
 void gemm_onednn(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
                  const bfloat16* a, std::int64_t lda, const bfloat16* b, std::int64_t ldb, bool accumulate, float* c,
                  std::int64_t ldc) {
@@ -134,8 +147,10 @@ void gemm_onednn(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_
     dnnl::memory a_block(p.a, cache.cpu(), const_cast<bfloat16*>(a + row * (transpose_a ? 1 : lda)));
     dnnl::memory b_block(p.b, cache.cpu(), const_cast<bfloat16*>(b + col * (transpose_b ? ldb : 1)));
     dnnl::memory c_block(p.c, cache.cpu(), c + row * ldc + col);
+    dnnl::memory scratchpad(p.scratchpad, cache.cpu(), thread_scratchpad(p.scratchpad.get_size()));
     dnnl::stream stream(cache.cpu());
-    p.product.execute(stream, {{DNNL_ARG_SRC, a_block}, {DNNL_ARG_WEIGHTS, b_block}, {DNNL_ARG_DST, c_block}});
+    p.product.execute(stream, {{DNNL_ARG_SRC, a_block}, {DNNL_ARG_WEIGHTS, b_block}, {DNNL_ARG_DST, c_block},
+                               {DNNL_ARG_SCRATCHPAD, scratchpad}});
     stream.wait();
   });
 }

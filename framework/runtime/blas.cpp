@@ -201,6 +201,7 @@ void for_each_block(std::int64_t m, std::int64_t n, std::int64_t k, const GemmBl
   // The cut depends on the sizes and the thread count alone, so a product is the same bits every time, also
   // when a busy pool leaves every block to the calling thread. (Another thread count may change the last bit:
   // OpenBLAS computes the leftover rows of a block with other kernels.)
+  library();  // sets the thread count on first use (a bf16 product may come before any float one)
   const std::int64_t pieces = std::int64_t(gemm_threads);
   if (pieces < 2 || double(m) * double(n) * double(k) < double(pieces) * kMinMultiplyAddsPerPiece) {
     block(0, m, 0, n);

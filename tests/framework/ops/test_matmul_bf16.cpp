@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -73,9 +74,16 @@ TEST_CASE("bf16 matmul equals the float32 product of the bf16 values, on every e
       check_near(ops::matmul(bf16(stack), bf16(batched)), ops::matmul(rounded(stack), rounded(batched)), 1e-5);
       const Tensor v = randn({9}, 8, DType::f32);
       check_near(ops::matmul(bf16(v), bf16(shared)), ops::matmul(rounded(v), rounded(shared)), 1e-5);
-      // A product large enough to be cut into one block per thread.
-      const Tensor big_a = randn({300, 256}, 9, DType::f32), big_b = randn({256, 200}, 10, DType::f32);
-      check_near(ops::matmul(bf16(big_a), bf16(big_b)), ops::matmul(rounded(big_a), rounded(big_b)), 1e-5);
+      // Products large enough to be cut into one block per thread, which run at once: each needs its own
+      // scratch memory (oneDNN's shared one gave garbage at 512 x 64 @ 64 x 128).
+      for (const auto& [m, k, n] : {std::array<std::int64_t, 3>{300, 256, 200}, {512, 64, 128}, {1024, 256, 512}}) {
+        INFO(m << " x " << k << " @ " << k << " x " << n);
+        const Tensor big_a = randn({m, k}, 9, DType::f32), big_b = randn({k, n}, 10, DType::f32);
+        check_near(ops::matmul(bf16(big_a), bf16(big_b)), ops::matmul(rounded(big_a), rounded(big_b)), 1e-5);
+        const Tensor big_bt = randn({n, k}, 11, DType::f32);
+        check_near(ops::matmul(bf16(big_a), ops::transpose(bf16(big_bt))),
+                   ops::matmul(rounded(big_a), ops::transpose(rounded(big_bt))), 1e-5);
+      }
       // An empty sum is zeros.
       const Tensor empty = ops::matmul(bf16(Tensor::zeros({2, 0})), bf16(Tensor::zeros({0, 3})));
       CHECK(empty.to_vector<float>() == std::vector<float>(6, 0.0f));
