@@ -63,8 +63,8 @@ inline void check_same_tensors(const std::vector<Tensor>& got, const std::vector
   for (std::size_t i = 0; i < got.size(); ++i) {
     REQUIRE(got[i].defined());
     REQUIRE(want[i].defined());
+    REQUIRE(got[i].shape() == want[i].shape());
     const std::vector<double> x = values(got[i]), y = values(want[i]);
-    REQUIRE(x.size() == y.size());
     double worst = 0, scale = 0;
     for (std::size_t k = 0; k < x.size(); ++k) {
       worst = std::max(worst, std::abs(x[k] - y[k]));

@@ -43,21 +43,6 @@ double peak_rss_mib() {
   return double(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
-/// GFLOP/s of ops::matmul on bf16 operands [n, n] @ [n, n], median of `repeats` after a warm-up.
-double bf16_matmul_gflops(std::int64_t n, int repeats) {
-  const Tensor a = ops::cast(Tensor::randn({n, n}, DType::f32, 3), DType::bf16);
-  const Tensor b = ops::cast(Tensor::randn({n, n}, DType::f32, 4), DType::bf16);
-  ops::matmul(a, b);
-  std::vector<double> seconds;
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    ops::matmul(a, b);
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(seconds.begin(), seconds.end());
-  return 2.0 * double(n) * double(n) * double(n) / seconds[seconds.size() / 2] * 1e-9;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -108,7 +93,7 @@ int main(int argc, char** argv) {
              "loom's step is {:.2f}x its floor\n",
              step_gflop(), sgemm, floor_ms, ms[ms.size() / 2] / floor_ms);
   if (mixed) {
-    const double bf16 = bf16_matmul_gflops(2048, 5);
+    const double bf16 = benchmarks::bf16_matmul_gflops(2048, 5);
     fmt::print("bf16 matmul 2048^2 on {}: {:.1f} GFLOP/s ({:.2f}x sgemm); the step's FLOPs at that rate = {:.1f} ms\n",
                bf16_matmul_engine(), bf16, bf16 / sgemm, step_gflop() / bf16 * 1e3);
   }

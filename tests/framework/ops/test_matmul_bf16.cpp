@@ -35,17 +35,8 @@ Tensor bf16(const Tensor& x) { return ops::cast(x, DType::bf16); }
 /// x's bf16 values, exactly, in float32.
 Tensor rounded(const Tensor& x) { return ops::cast(bf16(x), DType::f32); }
 
-/// |got - want| <= tol * (max |want| + 1), element by element.
-void check_near(const Tensor& got, const Tensor& want, double tol) {
-  REQUIRE(got.shape() == want.shape());
-  const std::vector<double> g = got.to_vector<double>(), w = want.to_vector<double>();
-  double scale = 1.0;
-  for (double v : w) scale = std::max(scale, std::abs(v));
-  for (std::size_t i = 0; i < g.size(); ++i) {
-    INFO("element " << i << ": " << g[i] << " vs " << w[i]);
-    CHECK(std::abs(g[i] - w[i]) <= tol * scale);
-  }
-}
+/// got equals want within `tol` of want's largest magnitude.
+void check_near(const Tensor& got, const Tensor& want, double tol) { check_same_tensors({got}, {want}, tol); }
 
 }  // namespace
 
