@@ -72,6 +72,7 @@ CpuFeatures detect() {
   f.avx512dq = f.avx512f && bit(leaf7.ebx, 17);
   f.avx512bw = f.avx512f && bit(leaf7.ebx, 30);
   f.avx512vl = f.avx512f && bit(leaf7.ebx, 31);
+  f.avx512_bf16 = f.avx512f && leaf7.eax >= 1 && bit(cpuid(7, 1).eax, 5);
   return f;
 }
 

@@ -16,6 +16,7 @@ struct CpuFeatures {
   bool avx512bw = false;  // byte/word
   bool avx512dq = false;  // doubleword/quadword
   bool avx512vl = false;  // 128/256-bit forms of the AVX-512 instructions
+  bool avx512_bf16 = false;  // bf16 conversions and dot products (vdpbf16ps), with AVX-512 state
   std::string vendor;     // "GenuineIntel", "AuthenticAMD", ...
   std::string brand;      // e.g. "Intel(R) Xeon(R) Platinum 8480+", empty when the CPU does not report one
 

@@ -16,6 +16,7 @@ TEST_CASE("cpu_features agrees with __builtin_cpu_supports", "[cpu]") {
   CHECK(f.avx512bw == (__builtin_cpu_supports("avx512bw") != 0));
   CHECK(f.avx512dq == (__builtin_cpu_supports("avx512dq") != 0));
   CHECK(f.avx512vl == (__builtin_cpu_supports("avx512vl") != 0));
+  CHECK(f.avx512_bf16 == (__builtin_cpu_supports("avx512bf16") != 0));
   CHECK(!f.vendor.empty());
 }
 #endif
