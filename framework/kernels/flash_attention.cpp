@@ -14,13 +14,17 @@
 #include "framework/kernels/flash_attention_kernels.hpp"
 #include "framework/ops/elementwise.hpp"
 #include "framework/ops/shape.hpp"
+#include "framework/runtime/bf16_matmul.hpp"
+#include "framework/runtime/cpu_features.hpp"
 #include "framework/runtime/detail/parallel.hpp"
 #include "framework/runtime/simd.hpp"
+#include "framework/tensor/bfloat16.hpp"
 
 namespace loom::ops::flash_attention {
 
 namespace {
 
+using loom::flash::Bf16Bits;
 using loom::flash::kBlockQ;
 
 const loom::flash::KernelTable& table() {
@@ -36,6 +40,17 @@ template <class T>
 const loom::flash::Kernels<T>& kernels() {
   if constexpr (std::is_same_v<T, float>) return table().f32;
   else return table().f64;
+}
+
+/// Whether bf16 inputs' score products run on vdpbf16ps: on the avx512 level of a CPU with AVX512_BF16, while
+/// the bf16 products use the CPU's bf16 units (bf16_matmul_engine() "onednn"); else the float32 kernels run on
+/// the inputs widened.
+bool bf16_dot_products() {
+#if LOOM_X86_64_KERNELS
+  return simd::active_isa() == "avx512" && cpu_features().avx512_bf16 && bf16_matmul_engine() == "onednn";
+#else
+  return false;
+#endif
 }
 
 std::int64_t cores() { return parallel::thread_count(); }
@@ -86,14 +101,32 @@ Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   return p;
 }
 
+/// The inputs as the kernels read them, for one call: bf16 inputs widened to float32 (exactly), which live
+/// only as long as the call, so the tape keeps the bf16 ones.
+struct Inputs {
+  Tensor q, k, v;
+  bool bf16 = false;
+  explicit Inputs(const Prepared& p) : q(p.q), k(p.k), v(p.v), bf16(p.q.dtype() == DType::bf16) {
+    if (!bf16) return;
+    NoGradGuard no_grad;
+    q = ops::cast(p.q, DType::f32);
+    k = ops::cast(p.k, DType::f32);
+    v = ops::cast(p.v, DType::f32);
+  }
+};
+
 template <class T>
-loom::flash::Problem<T> problem(const Prepared& p) {
+loom::flash::Problem<T> problem(const Prepared& p, const Inputs& in) {
   const AttentionOptions& o = p.options;
   const std::int64_t d = p.q.size(3);
   loom::flash::Problem<T> pr{};
-  pr.q = p.q.data<T>();
-  pr.k = p.k.data<T>();
-  pr.v = p.v.data<T>();
+  pr.q = in.q.data<T>();
+  pr.k = in.k.data<T>();
+  pr.v = in.v.data<T>();
+  if (in.bf16) {
+    pr.q_bf16 = reinterpret_cast<const Bf16Bits*>(p.q.data<bfloat16>());
+    pr.k_bf16 = reinterpret_cast<const Bf16Bits*>(p.k.data<bfloat16>());
+  }
   pr.heads = p.q.size(1);
   // attention.cpp has checked that the key/value heads divide the query heads (none only when neither has any).
   pr.heads_per_kv = p.k.size(1) > 0 ? p.q.size(1) / p.k.size(1) : 1;
@@ -115,6 +148,21 @@ loom::flash::Problem<T> problem(const Prepared& p) {
   return pr;
 }
 
+/// Whether this problem runs avx512_bf16_kernels: bf16 inputs, with bf16_dot_products().
+template <class T>
+bool uses_bf16_pairs(const loom::flash::Problem<T>& pr) {
+  return pr.q_bf16 != nullptr && bf16_dot_products();
+}
+
+template <class T>
+const loom::flash::Kernels<T>& kernels_for(const loom::flash::Problem<T>& pr) {
+#if LOOM_X86_64_KERNELS
+  if constexpr (std::is_same_v<T, float>)
+    if (uses_bf16_pairs(pr)) return loom::flash::avx512_bf16_kernels;
+#endif
+  return kernels<T>();
+}
+
 std::int64_t query_blocks(std::int64_t nq) { return (nq + kBlockQ - 1) / kBlockQ; }
 
 struct Forward {
@@ -124,13 +172,14 @@ struct Forward {
 Forward run_forward(const Prepared& p) {
   const std::int64_t bh = p.q.size(0) * p.q.size(1), nq = p.q.size(2), nk = p.k.size(2);
   const std::int64_t d = p.q.size(3), dv = p.v.size(3);
-  Forward f{Tensor::empty({p.q.size(0), p.q.size(1), nq, dv}, p.q.dtype()),
-            Tensor::empty({p.q.size(0), p.q.size(1), nq}, p.q.dtype())};
-  visit_floating(p.q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
-    loom::flash::Problem<T> pr = problem<T>(p);
+  const Inputs in(p);
+  const DType dtype = in.q.dtype();
+  Forward f{Tensor::empty({p.q.size(0), p.q.size(1), nq, dv}, dtype), Tensor::empty({p.q.size(0), p.q.size(1), nq}, dtype)};
+  visit_floating(dtype, "scaled_dot_product_attention", [&]<class T>() {
+    loom::flash::Problem<T> pr = problem<T>(p, in);
     pr.o = f.output.data<T>();
     pr.lse = f.lse.data<T>();
-    const auto& kern = kernels<T>();
+    const auto& kern = kernels_for(pr);
     // Groups of query blocks share key/value tiles, as long as that leaves >= 8 items per core to balance.
     pr.group = loom::flash::kMaxGroup;
     while (pr.group > 1 && bh * ((query_blocks(nq) + pr.group - 1) / pr.group) < 8 * cores()) pr.group /= 2;
@@ -154,15 +203,17 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
     NoGradGuard no_grad;
     dout = grad.contiguous();
   }
-  std::vector<Tensor> grads{Tensor::empty(p.q.shape(), p.q.dtype()),
-                            Tensor::empty(p.k.shape(), p.q.dtype()),
-                            Tensor::empty(p.v.shape(), p.q.dtype())};
-  visit_floating(p.q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
-    loom::flash::Problem<T> pr = problem<T>(p);
+  // bf16 inputs get float32 gradients, as the tape carries them (tape.hpp).
+  const Inputs in(p);
+  const DType dtype = in.q.dtype();
+  std::vector<Tensor> grads{Tensor::empty(p.q.shape(), dtype), Tensor::empty(p.k.shape(), dtype),
+                            Tensor::empty(p.v.shape(), dtype)};
+  visit_floating(dtype, "scaled_dot_product_attention", [&]<class T>() {
+    loom::flash::Problem<T> pr = problem<T>(p, in);
     pr.o = f.output.data<T>();
     pr.lse = f.lse.data<T>();
     pr.dout = dout.data<T>();
-    const auto& kern = kernels<T>();
+    const auto& kern = kernels_for(pr);
     const std::int64_t share = pr.heads_per_kv;
     // Items are (key/value head, key chunk, part of its query heads): the dK and dV rows of a chunk belong to
     // one item per part, which adds its query heads' shares in turn, so nothing is locked. With few items for
@@ -188,7 +239,7 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
     const std::int64_t dk_size = kv_bh * nk * d, dv_size = kv_bh * nk * dv;
     std::vector<T> part_dk(std::size_t((parts - 1) * dk_size)), part_dv(std::size_t((parts - 1) * dv_size));
     const int threads = thread_count(kv_bh * chunks * parts, 10.0 * double(bh) * double(nq) * double(nk) * double(d + dv) / 2);
-    const Scratch<T> scratch(threads, loom::flash::backward_scratch(nq, nk, d, dv));
+    const Scratch<T> scratch(threads, loom::flash::backward_scratch(nq, nk, d, dv, uses_bf16_pairs(pr)));
     parallel::run(kv_bh * chunks * parts, threads, [&](int worker, std::int64_t item) {
       const std::int64_t kv = item / (chunks * parts), chunk = item / parts % chunks, part = item % parts;
       T* dk = (part == 0 ? grads[1].data<T>() : part_dk.data() + (part - 1) * dk_size) + kv * nk * d;
@@ -218,12 +269,13 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
 
 Tensor run_probabilities(const Prepared& p, const Forward& f) {
   const std::int64_t bh = p.q.size(0) * p.q.size(1), nq = p.q.size(2), nk = p.k.size(2), d = p.q.size(3);
-  Tensor out = Tensor::zeros({p.q.size(0), p.q.size(1), nq, nk}, p.q.dtype());  // zero outside the band
-  visit_floating(p.q.dtype(), "attention_probabilities", [&]<class T>() {
-    loom::flash::Problem<T> pr = problem<T>(p);
+  const Inputs in(p);
+  Tensor out = Tensor::zeros({p.q.size(0), p.q.size(1), nq, nk}, in.q.dtype());  // zero outside the band
+  visit_floating(in.q.dtype(), "attention_probabilities", [&]<class T>() {
+    loom::flash::Problem<T> pr = problem<T>(p, in);
     pr.lse = f.lse.data<T>();
     pr.p = out.data<T>();
-    const auto& kern = kernels<T>();
+    const auto& kern = kernels_for(pr);
     const std::int64_t blocks = query_blocks(nq), items = bh * blocks;
     const int threads = thread_count(items, 2.0 * double(bh) * double(nq) * double(nk) * double(d));
     const Scratch<T> scratch(threads, loom::flash::forward_scratch(nk, d, p.v.size(3)));

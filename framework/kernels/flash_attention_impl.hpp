@@ -12,10 +12,15 @@
 //   gemm_bt : C[c][r]  = sum_k A[c][k] * Bt[k][r]      (S^T = K Q^T, dP^T = V dO^T; Bt packed per q block)
 //   gemm_acc: C[x][y] += sum_z A(x, z) * B[z][y]        (O += P V, dV += P^T dO, dK += dS^T Q, dQ += dS K;
 //                                                        A read through strides, B and C rows contiguous)
+// bfloat16 inputs reach the kernels widened to float32 (exactly). The unit compiled with AVX512_BF16
+// (kPairs) also reads their bf16 q and k: its score products S^T = K Q^T multiply bf16 pairs with vdpbf16ps
+// (K's rows as they are, Q packed as pairs along d), exact products summed in float32; every other product
+// runs on the float32 values, so nothing the kernels compute is rounded to bf16.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <limits>
 #include <numbers>
@@ -30,6 +35,10 @@ namespace {
 
 /// Arch tag of the scalar reference path.
 struct Scalar {};
+
+/// Two bfloat16 of consecutive depth indices in one 32-bit lane (the first in the low half), as the bf16
+/// dot-product instructions read them.
+using Pair = std::uint32_t;
 
 template <class T, class Arch>
 struct Vec {
@@ -98,6 +107,20 @@ struct Vec {
   static V finite_or_zero(const V& x) {
     return xsimd::select(x == V(-std::numeric_limits<T>::infinity()), V(T(0)), x);
   }
+
+#if defined(__AVX512BF16__)
+  // bf16 dot products (T = float): W lanes of Pairs, and acc + a.low * b.low + a.high * b.high per lane.
+  static_assert(std::is_base_of_v<xsimd::avx512f, Arch>, "AVX512_BF16 units are AVX-512 units");
+  static constexpr bool bf16_dot_products = true;
+  using Pairs = __m512i;
+  static Pairs load_pairs(const Pair* p) { return _mm512_loadu_si512(p); }
+  static Pairs broadcast_pair(Pair x) { return _mm512_set1_epi32(int(x)); }
+  static V dot_pairs(const V& acc, const Pairs& a, const Pairs& b) {
+    return _mm512_dpbf16_ps(acc, (__m512bh)a, (__m512bh)b);
+  }
+#else
+  static constexpr bool bf16_dot_products = false;
+#endif
 };
 
 template <class T>
@@ -114,12 +137,20 @@ struct Vec<T, Scalar> {
   static V exp2(V x) { return std::exp2(x); }
   static V max(V a, V b) { return a < b ? b : a; }
   static V finite_or_zero(V x) { return x == -std::numeric_limits<T>::infinity() ? T(0) : x; }
+  static constexpr bool bf16_dot_products = false;
 };
 
-template <class T, class Arch>
+/// kPairs: the score products read the problem's q_bf16 and k_bf16 (float32, AVX512_BF16 units only).
+template <class T, class Arch, bool kPairs = false>
 struct Kernel {
   using S = Vec<T, Arch>;
   using V = typename S::V;
+  static_assert(!kPairs || (std::is_same_v<T, float> && S::bf16_dot_products), "bf16 pairs need vdpbf16ps");
+  /// The score products' operands: bf16 rows (K) and packed Pairs (Q) with kPairs, else both T.
+  using ScoreRow = std::conditional_t<kPairs, Bf16Bits, T>;
+  using Packed = std::conditional_t<kPairs, Pair, T>;
+  /// Packed items per Br x depth block of packed queries.
+  static constexpr std::int64_t packed_size(std::int64_t depth) { return (kPairs ? depth / 2 : depth) * kBlockQ; }
   static constexpr std::int64_t W = S::width;
   static constexpr std::int64_t Br = kBlockQ, Bc = kBlockK;
   static constexpr T kNegInf = -std::numeric_limits<T>::infinity();
@@ -130,8 +161,18 @@ struct Kernel {
 
   // ---- micro-kernels ----
 
+  /// The accumulators times factor, stored as rows of C (Br apart).
   template <int MR, int RN>
-  static void tile_bt(const T* a, std::int64_t lda, const T* bt, std::int64_t depth, T* c) {
+  static void store_tile(V (&acc)[MR][RN], T factor, T* c) {
+    if (factor != T(1))
+      for (int i = 0; i < MR; ++i)
+        for (int j = 0; j < RN; ++j) acc[i][j] = acc[i][j] * S::set(factor);
+    for (int i = 0; i < MR; ++i)
+      for (int j = 0; j < RN; ++j) S::store(c + i * Br + j * W, acc[i][j]);
+  }
+
+  template <int MR, int RN>
+  static void tile_bt(const T* a, std::int64_t lda, const T* bt, std::int64_t depth, T factor, T* c) {
     V acc[MR][RN];
     for (int i = 0; i < MR; ++i)
       for (int j = 0; j < RN; ++j) acc[i][j] = S::set(T(0));
@@ -139,8 +180,7 @@ struct Kernel {
     // path that skips the loop, GCC merged both paths' accumulators through the stack (48 vector moves a call
     // of the AVX-512 float kernel).
     if (depth <= 0) {
-      for (int i = 0; i < MR; ++i)
-        for (int j = 0; j < RN; ++j) S::store(c + i * Br + j * W, acc[i][j]);
+      store_tile(acc, factor, c);
       return;
     }
     for (std::int64_t k = 0; k < depth; ++k) {
@@ -151,8 +191,26 @@ struct Kernel {
         for (int j = 0; j < RN; ++j) acc[i][j] = ai * b[j] + acc[i][j];  // contracted to FMA in the ISA units
       }
     }
+    store_tile(acc, factor, c);
+  }
+
+  /// tile_bt over bf16: a's rows are bf16, bt holds Pairs [depth / 2][Br] (depth even, > 0).
+  template <int MR, int RN>
+  static void tile_bt(const Bf16Bits* a, std::int64_t lda, const Pair* bt, std::int64_t depth, T factor, T* c) {
+    V acc[MR][RN];
     for (int i = 0; i < MR; ++i)
-      for (int j = 0; j < RN; ++j) S::store(c + i * Br + j * W, acc[i][j]);
+      for (int j = 0; j < RN; ++j) acc[i][j] = S::set(T(0));
+    for (std::int64_t k = 0; k < depth / 2; ++k) {
+      typename S::Pairs b[RN];
+      for (int j = 0; j < RN; ++j) b[j] = S::load_pairs(bt + k * Br + j * W);
+      for (int i = 0; i < MR; ++i) {
+        Pair x;
+        std::memcpy(&x, a + i * lda + 2 * k, sizeof x);
+        const typename S::Pairs ai = S::broadcast_pair(x);
+        for (int j = 0; j < RN; ++j) acc[i][j] = S::dot_pairs(acc[i][j], ai, b[j]);
+      }
+    }
+    store_tile(acc, factor, c);
   }
 
   /// Keys [lo[v], hi[v]) of a tile that the queries of lane vector v (lanes [v*W, v*W + W)) may reach. Both
@@ -175,20 +233,22 @@ struct Kernel {
     }
   };
 
-  /// c[row][r] = sum_k a[row][k] * bt[k][r] for rows < nrows, over the vectors of columns r that the band
-  /// says need the row: the band's edge tiles skip their out-of-band half.
-  static void gemm_bt(const T* a, std::int64_t lda, std::int64_t nrows, const T* bt, std::int64_t depth, T* c,
-                      const Band& band) {
+  /// c[row][r] = factor * sum_k a[row][k] * bt[k][r] for rows < nrows, over the vectors of columns r that the
+  /// band says need the row: the band's edge tiles skip their out-of-band half. A and Bt are T, or bf16 rows
+  /// and Pairs.
+  template <class A, class B>
+  static void gemm_bt(const A* a, std::int64_t lda, std::int64_t nrows, const B* bt, std::int64_t depth, T factor,
+                      T* c, const Band& band) {
     constexpr int MR = S::rows, RN = S::vectors;
     auto block = [&]<int M>(std::int64_t row) {
       int v0, v1;
       band.vectors(row, M, v0, v1);
       int v = v0;
-      for (; v + RN <= v1; v += RN) tile_bt<M, RN>(a + row * lda, lda, bt + v * W, depth, c + row * Br + v * W);
+      for (; v + RN <= v1; v += RN) tile_bt<M, RN>(a + row * lda, lda, bt + v * W, depth, factor, c + row * Br + v * W);
       // Two vectors still keep 2 * MR independent FMA chains in flight; one is latency-bound.
       if constexpr (RN > 2)
-        for (; v + 2 <= v1; v += 2) tile_bt<M, 2>(a + row * lda, lda, bt + v * W, depth, c + row * Br + v * W);
-      for (; v < v1; ++v) tile_bt<M, 1>(a + row * lda, lda, bt + v * W, depth, c + row * Br + v * W);
+        for (; v + 2 <= v1; v += 2) tile_bt<M, 2>(a + row * lda, lda, bt + v * W, depth, factor, c + row * Br + v * W);
+      for (; v < v1; ++v) tile_bt<M, 1>(a + row * lda, lda, bt + v * W, depth, factor, c + row * Br + v * W);
     };
     std::int64_t row = 0;
     for (; row + MR <= nrows; row += MR) block.template operator()<MR>(row);
@@ -259,12 +319,13 @@ struct Kernel {
 
   // ---- helpers ----
 
-  /// Rows [n0, n1) of a [*, dim] buffer with rows padded to dimp: the rows themselves when no padding is
-  /// needed, else a zero-padded copy in buf.
-  static const T* rows(const T* src, std::int64_t n0, std::int64_t n1, std::int64_t dim, std::int64_t dimp, T* buf) {
+  /// Rows [n0, n1) of a [*, dim] buffer (of T or bf16) with rows padded to dimp: the rows themselves when no
+  /// padding is needed, else a zero-padded copy in buf.
+  template <class X>
+  static const X* rows(const X* src, std::int64_t n0, std::int64_t n1, std::int64_t dim, std::int64_t dimp, X* buf) {
     if (dim == dimp) return src + n0 * dim;
     for (std::int64_t n = n0; n < n1; ++n)
-      for (std::int64_t c = 0; c < dimp; ++c) buf[(n - n0) * dimp + c] = c < dim ? src[n * dim + c] : T(0);
+      for (std::int64_t c = 0; c < dimp; ++c) buf[(n - n0) * dimp + c] = c < dim ? src[n * dim + c] : X(0);
     return buf;
   }
 
@@ -283,6 +344,28 @@ struct Kernel {
       }
       for (std::int64_t k = dim; k < dimp; ++k) S::store(bt + k * Br + r0, S::set(T(0)));
     }
+  }
+
+  /// Pairs bt[k/2][r] = (src[i0 + r][k], src[i0 + r][k + 1]) for even k, zero beyond nr rows and dim columns.
+  static void pack_pairs(const Bf16Bits* src, std::int64_t i0, std::int64_t nr, std::int64_t dim, std::int64_t dimp,
+                         Pair* bt) {
+    auto at = [&](std::int64_t r, std::int64_t k) { return r < nr && k < dim ? Pair(src[(i0 + r) * dim + k]) : Pair(0); };
+    for (std::int64_t k = 0; k < dimp; k += 2)
+      for (std::int64_t r = 0; r < Br; ++r) bt[k / 2 * Br + r] = at(r, k) | at(r, k + 1) << 16;
+  }
+
+  /// Queries [i0, i0 + nr) of head bh packed as the score products' Bt: times scale * log2(e) in T, or as
+  /// bf16 Pairs as they are (not rounded again), the products then applying score_factor.
+  static void pack_queries(const Problem<T>& p, std::int64_t bh, std::int64_t i0, std::int64_t nr, Packed* qt) {
+    if constexpr (kPairs) pack_pairs(p.q_bf16 + bh * p.nq * p.d, i0, nr, p.d, padded(p.d), qt);
+    else pack_transposed(p.q + bh * p.nq * p.d, i0, nr, p.d, padded(p.d), p.scale * kLog2e, qt);
+  }
+  static T score_factor(const Problem<T>& p) { return kPairs ? p.scale * kLog2e : T(1); }
+  /// Keys [j0, j1) of key/value head kv as the score products' rows.
+  static const ScoreRow* score_keys(const Problem<T>& p, std::int64_t kv, std::int64_t j0, std::int64_t j1,
+                                    ScoreRow* buf) {
+    if constexpr (kPairs) return rows(p.k_bf16 + kv * p.nk * p.d, j0, j1, p.d, padded(p.d), buf);
+    else return rows(p.k + kv * p.nk * p.d, j0, j1, p.d, padded(p.d), buf);
   }
 
   /// sum_c a[c] * b[c] over n elements.
@@ -373,17 +456,18 @@ struct Kernel {
   /// The online-softmax state of one block of Br queries.
   struct QueryBlock {
     std::int64_t i0, nr, jlo, jhi;
-    T *qt, *o, *m, *l;
+    Packed* qt;
+    T *o, *m, *l;
     bool started;
   };
 
   /// Adds keys [j0, j0 + nc) (rows krows, vrows) to the state of query block b; s and alpha are scratch.
   static void forward_tile(const Problem<T>& p, std::int64_t bh, QueryBlock& b, std::int64_t j0, std::int64_t nc,
-                           const T* krows, const T* vrows, T* s, T* alpha) {
+                           const ScoreRow* krows, const T* vrows, T* s, T* alpha) {
     const std::int64_t dp = padded(p.d), dvp = padded(p.dv);
     // The softmax reads only each vector's keys, so the band needs no widening to gemm_bt's row blocks.
     const Band band = band_of(p, b.i0, b.nr, j0, nc, 1);
-    gemm_bt(krows, dp, nc, b.qt, dp, s, band);
+    gemm_bt(krows, dp, nc, b.qt, dp, score_factor(p), s, band);
     if (tile_is_partial(p, b.i0, b.nr, j0, nc)) apply_mask(p, bh, b.i0, b.nr, j0, nc, s, band);
     // Online softmax, W queries per pass along the lanes, over the keys their vector needs.
     for (std::int64_t v = 0, r = 0; r < Br; ++v, r += W) {
@@ -426,18 +510,18 @@ struct Kernel {
     T* state = alpha + Br;
     QueryBlock blocks[kMaxGroup];
     std::int64_t jlo = p.nk, jhi = 0;
-    const T* q = p.q + bh * p.nq * d;
     for (std::int64_t n = 0; n < count; ++n) {
       QueryBlock& b = blocks[n];
       b.i0 = (first + n) * Br;
       b.nr = std::min(Br, p.nq - b.i0);
       key_range(p, b.i0, b.nr, b.jlo, b.jhi);
-      b.qt = state + n * (dp * Br + Br * dvp + 2 * Br);
-      b.o = b.qt + dp * Br;
+      T* block_state = state + n * (dp * Br + Br * dvp + 2 * Br);  // qt's Packed items fit in dp * Br of T
+      b.qt = reinterpret_cast<Packed*>(block_state);
+      b.o = block_state + dp * Br;
       b.m = b.o + Br * dvp;
       b.l = b.m + Br;
       b.started = false;
-      pack_transposed(q, b.i0, b.nr, d, dp, p.scale * kLog2e, b.qt);
+      pack_queries(p, bh, b.i0, b.nr, b.qt);
       for (std::int64_t r = 0; r < Br; ++r) {
         b.m[r] = kNegInf;
         b.l[r] = T(0);
@@ -451,7 +535,7 @@ struct Kernel {
     T* kbuf = state + p.group * (dp * Br + Br * dvp + 2 * Br);
     T* vbuf = kbuf + (p.nk + Bc) * dp;
     const std::int64_t kv = bh / p.heads_per_kv;
-    const T* krows = jhi > jlo ? rows(p.k + kv * p.nk * d, jlo, jhi, d, dp, kbuf) : nullptr;
+    const ScoreRow* krows = jhi > jlo ? score_keys(p, kv, jlo, jhi, reinterpret_cast<ScoreRow*>(kbuf)) : nullptr;
     const T* vrows = jhi > jlo ? rows(p.v + kv * p.nk * dv, jlo, jhi, dv, dvp, vbuf) : nullptr;
     for (std::int64_t j0 = jlo; j0 < jhi; j0 += Bc) {
       const std::int64_t j1 = std::min(j0 + Bc, jhi);
@@ -481,8 +565,8 @@ struct Kernel {
                             T* dq, T* dk, T* dvv, bool accumulate) {
     const std::int64_t nq = p.nq, nk = p.nk, d = p.d, dv = p.dv, dp = padded(d), dvp = padded(dv);
     const std::int64_t nqb = (nq + Br - 1) / Br, nqp = nqb * Br;
-    T* qt = scratch;          // [nqb][dp][Br], times scale * log2(e)
-    T* dot = qt + nqp * dp;   // [nqb][dvp][Br]
+    auto* qt = reinterpret_cast<Packed*>(scratch);  // [nqb] blocks of packed queries, in nqp * dp of T
+    T* dot = scratch + nqp * dp;                     // [nqb][dvp][Br]
     T* qbuf = dot + nqp * dvp;
     T* dobuf = qbuf + nqp * dp;
     T* dqacc = dobuf + nqp * dvp;
@@ -494,13 +578,14 @@ struct Kernel {
     T* dvacc = dkacc + Bc * dp;
     T* kbuf = dvacc + Bc * dvp;
     T* vbuf = kbuf + (nk + Bc) * dp;
+    auto* kbf16 = reinterpret_cast<Bf16Bits*>(vbuf + (nk + Bc) * dvp);  // kPairs only
 
     const T* q = p.q + bh * nq * d;
     const T* dout = p.dout + bh * nq * dv;
     const T* out = p.o + bh * nq * dv;
     for (std::int64_t b = 0; b < nqb; ++b) {
       const std::int64_t nr = std::min(Br, nq - b * Br);
-      pack_transposed(q, b * Br, nr, d, dp, p.scale * kLog2e, qt + b * dp * Br);
+      pack_queries(p, bh, b * Br, nr, qt + b * packed_size(dp));
       pack_transposed(dout, b * Br, nr, dv, dvp, T(1), dot + b * dvp * Br);
     }
     const T* qrows = rows(q, 0, nq, d, dp, qbuf);
@@ -508,6 +593,9 @@ struct Kernel {
     const std::int64_t kv = bh / p.heads_per_kv;
     const T* krows = rows(p.k + kv * nk * d, 0, nk, d, dp, kbuf);
     const T* vrows = rows(p.v + kv * nk * dv, 0, nk, dv, dvp, vbuf);
+    const ScoreRow* kscore;  // the keys as the score products read them
+    if constexpr (kPairs) kscore = score_keys(p, kv, 0, nk, kbf16);
+    else kscore = krows;
     for (std::int64_t i = 0; i < nqp; ++i) {
       // Padded queries get lse = +inf, so their probabilities (and dS) are exactly 0.
       lse[i] = i < nq ? p.lse[bh * nq + i] : std::numeric_limits<T>::infinity();
@@ -529,11 +617,11 @@ struct Kernel {
         const std::int64_t i0 = b * Br, nr = std::min(Br, nq - i0);
         // Every product below touches only the band: the entries gemm_bt computes and the next ones read.
         const Band band = band_of(p, i0, nr, j0, nc, S::rows);
-        gemm_bt(krows + j0 * dp, dp, nc, qt + b * dp * Br, dp, s, band);
+        gemm_bt(kscore + j0 * dp, dp, nc, qt + b * packed_size(dp), dp, score_factor(p), s, band);
         if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s, band);
         exp_minus(s, lse + i0, band);                                                      // P^T
         gemm_acc(nc, nr, s, Br, 1, dorows + i0 * dvp, dvp, dvp, dvacc, dvp, &band);        // dV += P^T dO
-        gemm_bt(vrows + j0 * dvp, dvp, nc, dot + b * dvp * Br, dvp, ds, band);             // dP^T = V dO^T
+        gemm_bt(vrows + j0 * dvp, dvp, nc, dot + b * dvp * Br, dvp, T(1), ds, band);       // dP^T = V dO^T
         for (std::int64_t v = 0, r = 0; r < Br; ++v, r += W) {                              // dS^T = P^T (dP^T - D)
           const V dr = S::load(dsum + i0 + r);
           for (std::int64_t c = band.lo[v]; c < band.hi[v]; ++c)
@@ -556,23 +644,23 @@ struct Kernel {
   static void probabilities_block(const Problem<T>& p, T* scratch, std::int64_t bh, std::int64_t qb) {
     const std::int64_t d = p.d, dp = padded(d);
     const std::int64_t i0 = qb * Br, nr = std::min(Br, p.nq - i0);
-    T* qt = scratch;
-    T* s = qt + dp * Br;
+    auto* qt = reinterpret_cast<Packed*>(scratch);  // in dp * Br of T
+    T* s = scratch + dp * Br;
     T* lse = s + Bc * Br;
     T* kbuf = lse + Br;
-    pack_transposed(p.q + bh * p.nq * d, i0, nr, d, dp, p.scale * kLog2e, qt);
+    pack_queries(p, bh, i0, nr, qt);
     for (std::int64_t r = 0; r < Br; ++r)
       lse[r] = r < nr ? p.lse[bh * p.nq + i0 + r] : std::numeric_limits<T>::infinity();
     std::int64_t jlo = 0, jhi = 0;
     key_range(p, i0, nr, jlo, jhi);
     if (jhi <= jlo) return;  // the output starts at zero
-    const T* krows = rows(p.k + bh / p.heads_per_kv * p.nk * d, jlo, jhi, d, dp, kbuf);
+    const ScoreRow* krows = score_keys(p, bh / p.heads_per_kv, jlo, jhi, reinterpret_cast<ScoreRow*>(kbuf));
     T* out = p.p + (bh * p.nq + i0) * p.nk;
     for (std::int64_t j0 = jlo; j0 < jhi; j0 += Bc) {
       const std::int64_t nc = std::min(Bc, jhi - j0);
       // Every entry is copied out, so the whole tile is computed (the mask makes the out-of-band ones 0).
       const Band band = Band::all(nc);
-      gemm_bt(krows + (j0 - jlo) * dp, dp, nc, qt, dp, s, band);
+      gemm_bt(krows + (j0 - jlo) * dp, dp, nc, qt, dp, score_factor(p), s, band);
       if (tile_is_partial(p, i0, nr, j0, nc)) apply_mask(p, bh, i0, nr, j0, nc, s, band);
       exp_minus(s, lse, band);
       for (std::int64_t r = 0; r < nr; ++r)
@@ -581,12 +669,15 @@ struct Kernel {
   }
 };
 
+template <class T, class Arch, bool kPairs = false>
+constexpr Kernels<T> kernels() {
+  using K = Kernel<T, Arch, kPairs>;
+  return {&K::forward_block, &K::backward_head, &K::probabilities_block};
+}
+
 template <class Arch>
 constexpr KernelTable make_table() {
-  return {{&Kernel<float, Arch>::forward_block, &Kernel<float, Arch>::backward_head,
-           &Kernel<float, Arch>::probabilities_block},
-          {&Kernel<double, Arch>::forward_block, &Kernel<double, Arch>::backward_head,
-           &Kernel<double, Arch>::probabilities_block}};
+  return {kernels<float, Arch>(), kernels<double, Arch>()};
 }
 
 }  // namespace

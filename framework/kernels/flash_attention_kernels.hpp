@@ -11,6 +11,8 @@ namespace loom::flash {
 inline constexpr std::int64_t kBlockQ = 64;
 /// Key rows per tile (Bc). S^T (64 x 64) + Q^T (d x 64) + O (64 x d) = 48 KiB at d = 64 in float: L1.
 inline constexpr std::int64_t kBlockK = 64;
+/// A bfloat16 as its bits (no code of the bfloat16 class is compiled into the kernel units).
+using Bf16Bits = std::uint16_t;
 /// Head dimensions are zero-padded to a multiple of this (the widest vector), only when they are not already.
 inline constexpr std::int64_t kPad = 16;
 inline constexpr std::int64_t padded(std::int64_t n) { return (n + kPad - 1) / kPad * kPad; }
@@ -28,6 +30,10 @@ struct Problem {
   const T* q;
   const T* k;
   const T* v;
+  // bfloat16 inputs: q and k as bf16, for avx512_bf16_kernels' score products (q, k and v above are their
+  // float32 values); null for the other kernels.
+  const Bf16Bits* q_bf16;
+  const Bf16Bits* k_bf16;
   std::int64_t heads, nq, nk, d, dv;
   std::int64_t heads_per_kv;  // query heads that share one key/value head (>= 1, divides heads)
   T scale;
@@ -52,10 +58,11 @@ inline std::int64_t forward_scratch(std::int64_t nk, std::int64_t d, std::int64_
          kMaxGroup * (padded(d) * kBlockQ + kBlockQ * padded(dv) + 2 * kBlockQ) +
          (nk + kBlockK) * (padded(d) + padded(dv));
 }
-inline std::int64_t backward_scratch(std::int64_t nq, std::int64_t nk, std::int64_t d, std::int64_t dv) {
+/// avx512_bf16_kernels (`bf16`) also keep the keys' bf16 rows for the score products, beside their float rows.
+inline std::int64_t backward_scratch(std::int64_t nq, std::int64_t nk, std::int64_t d, std::int64_t dv, bool bf16) {
   const std::int64_t nqp = (nq + kBlockQ - 1) / kBlockQ * kBlockQ;
   return nqp * (3 * padded(d) + 2 * padded(dv) + 2) + 2 * kBlockK * kBlockQ + kBlockK * (padded(d) + padded(dv)) +
-         (nk + kBlockK) * (padded(d) + padded(dv));
+         (nk + kBlockK) * (padded(d) + padded(dv)) + (bf16 ? (nk + kBlockK) * padded(d) / 2 : 0);
 }
 
 template <class T>
@@ -76,9 +83,12 @@ struct KernelTable {
   Kernels<double> f64;
 };
 
-// One per translation unit; an ISA's table may only be used when the CPU has that ISA.
+// One per translation unit; an ISA's table may only be used when the CPU has that ISA. avx512_bf16_kernels
+// (AVX512_BF16 too) are the float32 kernels with the score products S = Q K^T multiplying q_bf16 and k_bf16
+// with vdpbf16ps.
 extern const KernelTable scalar_kernels;
 extern const KernelTable avx2_kernels;
 extern const KernelTable avx512_kernels;
+extern const Kernels<float> avx512_bf16_kernels;
 
 }  // namespace loom::flash

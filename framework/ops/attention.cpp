@@ -31,8 +31,8 @@ void validate(std::string_view op, const Tensor& q, const Tensor& k, const Tenso
   check(q.ndim() == 4 && k.ndim() == 4 && (v == nullptr || v->ndim() == 4),
         "{}: expected q, k{} of rank 4 [batch, heads, seq, head_dim], got q {}, k {}{}", op,
         v != nullptr ? " and v" : "", q.shape(), k.shape(), v != nullptr ? fmt::format(", v {}", v_shape) : "");
-  check(is_floating(q.dtype()) && q.dtype() == k.dtype() && (v == nullptr || v->dtype() == q.dtype()),
-        "{}: q, k{} must all be float32 or all float64, got q {}, k {}{}", op, v != nullptr ? " and v" : "",
+  check(is_differentiable(q.dtype()) && q.dtype() == k.dtype() && (v == nullptr || v->dtype() == q.dtype()),
+        "{}: q, k{} must all be float32, all float64 or all bf16, got q {}, k {}{}", op, v != nullptr ? " and v" : "",
         q.dtype(), k.dtype(), v != nullptr ? fmt::format(", v {}", v->dtype()) : "");
   check(q.size(0) == k.size(0), "{}: q {} and k {} must have the same batch (dimension 0; it is not broadcast)", op,
         q.shape(), k.shape());
@@ -122,15 +122,20 @@ Tensor unstack_groups(const Tensor& x, std::int64_t heads, std::int64_t n) {
   return reshape(x, {x.size(0), heads, n, x.size(3)});
 }
 
-/// Shared by both entry points: the probabilities [B, H, Nq, Nk] with disallowed keys at exactly zero.
+/// Shared by both entry points: the probabilities [B, H, Nq, Nk] with disallowed keys at exactly zero. bf16
+/// inputs give float32 probabilities: only the product Q K^T reads bf16.
 Tensor probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& o) {
   const std::int64_t batch = q.size(0), heads = q.size(1), nq = q.size(2), nk = k.size(2);
-  const DType dtype = q.dtype();
+  const bool bf16 = q.dtype() == DType::bf16;
+  const DType dtype = bf16 ? DType::f32 : q.dtype();
   const bool masked = o.mask.defined() || o.causal || o.sliding_window > 0;
   if (nk == 0) return Tensor::zeros({batch, heads, nq, nk}, dtype);  // no key at all: every row is empty
   const double scale = o.scale.value_or(1.0 / std::sqrt(double(q.size(3))));
-  // Scaling q (Nq*d values) is cheaper than scaling the scores (Nq*Nk).
-  Tensor scores = unstack_groups(matmul(stack_groups(q * scale, k.size(1)), transpose(k, -2, -1)), heads, nq);
+  // Scaling q (Nq*d values) is cheaper than scaling the scores (Nq*Nk); bf16 q is not rounded again.
+  auto product = [&](const Tensor& queries) {
+    return unstack_groups(matmul(stack_groups(queries, k.size(1)), transpose(k, -2, -1)), heads, nq);
+  };
+  Tensor scores = bf16 ? product(q) * scale : product(q * scale);
   if (!masked) return softmax(scores, -1);
   const Allowed allowed = allowed_keys(o, nq, nk, dtype);
   // The lowest finite value, not -inf: a row with no allowed key then softmaxes to a uniform row (no
@@ -143,9 +148,10 @@ Tensor probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& o
 }
 
 /// p [B, H, Nq, Nk] applied to v [B, Hkv, Nk, dv]: [B, H, Nq, dv] (with no key, Nk = 0, matmul's empty sum
-/// gives zeros).
+/// gives zeros). bf16 v is widened to the probabilities' float32 (exactly).
 Tensor apply(const Tensor& p, const Tensor& v) {
-  return unstack_groups(matmul(stack_groups(p, v.size(1)), v), p.size(1), p.size(2));
+  const Tensor values = v.dtype() == DType::bf16 ? cast(v, p.dtype()) : v;
+  return unstack_groups(matmul(stack_groups(p, v.size(1)), values), p.size(1), p.size(2));
 }
 
 bool use_flash(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {

@@ -52,7 +52,9 @@ struct AttentionOptions {
 
 /// q [B, H, Nq, d], k [B, Hkv, Nk, d], v [B, Hkv, Nk, dv] -> [B, H, Nq, dv], with Hkv = H or Hkv dividing H
 /// (grouped-query attention, above). A query row with no key it may attend yields zeros (and zero gradients),
-/// never NaN.
+/// never NaN. q, k and v are all float32, all float64 or all bf16 (mixed precision): bf16 inputs give float32
+/// outputs, probabilities and gradients; the scores are bf16 products accumulated in float32 (vdpbf16ps in the
+/// flash kernels where the CPU has AVX512_BF16), and softmax and P V run in float32 on v widened exactly.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options = {});
 

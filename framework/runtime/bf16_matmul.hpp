@@ -6,6 +6,8 @@
 //   "float32"  the operands widened to float32 (exactly) and OpenBLAS's sgemm.
 // The default is "onednn" where the CPU has AVX512_BF16 or AMX, else "float32"; LOOM_BF16_MATMUL=onednn|float32
 // forces one. Either way each product is cut into one block per gemm thread on loom's pool, as float32 ones are.
+// The flash attention kernels follow the choice for bf16 inputs: vdpbf16ps under "onednn" where the CPU has
+// AVX512_BF16, the inputs widened to float32 otherwise (ops/attention.hpp).
 #include <string>
 #include <vector>
 
