@@ -135,23 +135,26 @@ AttentionWithScores GroupQueryAttention::run(const Tensor& query, const Tensor& 
                                         .scale = 1.0 / std::sqrt(double(options_.head_dim)),
                                         .sliding_window = options_.sliding_window.value_or(0),
                                         .impl = options_.flash_attention};
+  // Under mixed_bfloat16 the attention ops read bf16 q, k and v (and return float32).
+  const Tensor qa = matmul_operand(q), ka = matmul_operand(k), va = matmul_operand(v);
   Tensor attended, scores;  // attended [B, Hq, T, h]
   if (options_.dropout > 0.0 && o.training) {
     // Keras's manual path: dropout on the probabilities [B, Hq, T, S], then each group's query heads, stacked
     // along the rows, against their key/value head (the values are not repeated either).
-    scores = ops::attention_probabilities(q, k, attention);
+    scores = ops::attention_probabilities(qa, ka, attention);
     const Tensor dropped = ops::dropout(scores, options_.dropout, /*training=*/true,
                                         options_.seed ? std::optional(dropout_seeds_.next()) : std::nullopt);
     const std::int64_t batch = q.size(0), hq = q.size(1), hkv = k.size(1), t = q.size(2), s = k.size(2);
-    attended = ops::reshape(ops::matmul(ops::reshape(dropped, {batch, hkv, hq / hkv * t, s}), v),
-                            {batch, hq, t, options_.head_dim});
+    attended = ops::reshape(
+        ops::matmul(matmul_operand(ops::reshape(dropped, {batch, hkv, hq / hkv * t, s})), va),
+        {batch, hq, t, options_.head_dim});
   } else if (want_scores) {
-    auto both = ops::scaled_dot_product_attention_with_probabilities(q, k, v, attention);
+    auto both = ops::scaled_dot_product_attention_with_probabilities(qa, ka, va, attention);
     attended = both.output;
     scores = both.probabilities;
   } else {
-    attended = detail::attend_uniformly_where_fully_masked(ops::scaled_dot_product_attention(q, k, v, attention), v,
-                                                            attention);
+    attended = detail::attend_uniformly_where_fully_masked(ops::scaled_dot_product_attention(qa, ka, va, attention),
+                                                            v, attention);
   }
   attended = ops::permute(attended, heads_first);  // [B, T, Hq, h]
   if (gate.defined()) attended = attended * gate;

@@ -280,21 +280,22 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
                                           .scale = scale,
                                           .sliding_window = window,
                                           .impl = options_.flash_attention};
-    const Tensor qh = ops::permute(q, heads_first), kh = ops::permute(k, heads_first);
-    const Tensor vh = ops::permute(v, heads_first);
+    // Under mixed_bfloat16 the op reads bf16 q, k and v (and returns float32).
+    const Tensor qh = matmul_operand(ops::permute(q, heads_first)), kh = matmul_operand(ops::permute(k, heads_first));
+    const Tensor vh = matmul_operand(ops::permute(v, heads_first));
     Tensor o4;
     if (want_scores) {
       auto both = ops::scaled_dot_product_attention_with_probabilities(qh, kh, vh, attention);
       o4 = both.output;
       scores = both.probabilities;
     } else {
-      o4 = detail::attend_uniformly_where_fully_masked(ops::scaled_dot_product_attention(qh, kh, vh, attention), vh,
-                                                       attention);
+      o4 = detail::attend_uniformly_where_fully_masked(ops::scaled_dot_product_attention(qh, kh, vh, attention),
+                                                       ops::permute(v, heads_first), attention);
     }
     attended = ops::permute(o4, heads_first);  // [B, T, N, Hv]
   } else {
     // Keras's manual path: the query scaled, einsum scores, masked softmax, dropout, einsum combine.
-    scores = ops::einsum(dot_product_equation_, k, q * scale);  // [B, N, T, S] for rank-3 inputs
+    scores = ops::einsum(dot_product_equation_, matmul_operand(k), matmul_operand(q * scale));  // [B, N, T, S] for rank 3
     const auto score_rank = scores.ndim();
     Tensor full = mask;
     if (full.defined()) {
@@ -315,7 +316,7 @@ AttentionWithScores MultiHeadAttention::run(const Tensor& query, const Tensor& v
     if (options_.dropout > 0.0 && o.training)  // a seed is drawn only for a mask actually drawn, as Keras
       dropped = ops::dropout(scores, options_.dropout, /*training=*/true,
                              options_.seed ? std::optional(dropout_seeds_.next()) : std::nullopt);
-    attended = ops::einsum(combine_equation_, dropped, v);
+    attended = ops::einsum(combine_equation_, matmul_operand(dropped), matmul_operand(v));
   }
   if (gate.defined()) attended = attended * gate;
   const Tensor output = (*output_dense_)(attended).with_keras_mask(query.keras_mask());
