@@ -8,6 +8,7 @@
 
 #include "framework/autograd/tape.hpp"
 #include "framework/ops/ops.hpp"
+#include "layers/attention/group_query_attention.hpp"
 #include "layers/attention/multi_head_attention.hpp"
 #include "layers/core/dense.hpp"
 #include "layers/core/einsum_dense.hpp"
@@ -119,4 +120,38 @@ TEST_CASE("MultiHeadAttention under mixed_bfloat16: bf16 projections, float32 so
   check_relative(got, want, 3e-2);
   const L::MultiHeadAttention own({.num_heads = 4, .key_dim = 8, .dtype = "mixed_bfloat16"});
   CHECK(own.dtype_policy().mixed_bfloat16);
+}
+
+TEST_CASE("attention layers under mixed_bfloat16 run the flash kernels on bf16 q, k, v", "[mixed_precision]") {
+  // 80 queries and keys: the flash path (bf16 inputs, float32 results); the layers' gradients flow back to
+  // the float32 inputs and weights.
+  const Tensor x = randn({2, 80, 32}, 5, DType::f32);
+  auto check = [&](auto& reference, auto& mixed, auto call) {
+    const Tensor want = call(reference);
+    (void)call(mixed);
+    copy_weights(reference, mixed);
+    GradientTape tape;
+    tape.watch(x);
+    const Tensor got = call(mixed);
+    CHECK(got.dtype() == DType::f32);
+    check_relative(got, want, 3e-2);
+    GradientTape reference_tape;
+    reference_tape.watch(x);
+    const Tensor want_grad = reference_tape.gradient(ops::sum(call(reference)), {x})[0];
+    const Tensor grad = tape.gradient(ops::sum(got), {x})[0];
+    CHECK(grad.dtype() == DType::f32);
+    check_relative(grad, want_grad, 5e-2);
+  };
+  SECTION("MultiHeadAttention") {
+    L::MultiHeadAttention reference({.num_heads = 4, .key_dim = 8, .flash_attention = true});
+    L::MultiHeadAttention mixed({.num_heads = 4, .key_dim = 8, .flash_attention = true, .dtype = "mixed_bfloat16"});
+    check(reference, mixed, [&](L::MultiHeadAttention& layer) { return layer(x, x, {.use_causal_mask = true}); });
+  }
+  SECTION("GroupQueryAttention") {
+    L::GroupQueryAttention reference({.head_dim = 8, .num_query_heads = 4, .num_key_value_heads = 2,
+                                      .flash_attention = true});
+    L::GroupQueryAttention mixed({.head_dim = 8, .num_query_heads = 4, .num_key_value_heads = 2,
+                                  .flash_attention = true, .dtype = "mixed_bfloat16"});
+    check(reference, mixed, [&](L::GroupQueryAttention& layer) { return layer(x, x); });
+  }
 }
