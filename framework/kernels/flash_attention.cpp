@@ -101,13 +101,18 @@ Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   return p;
 }
 
-/// The inputs as the kernels read them, for one call: bf16 inputs widened to float32 (exactly), which live
-/// only as long as the call, so the tape keeps the bf16 ones.
+/// How one call's kernels read the inputs: T's kernels on q, k, v as they are (bf16 ones widened to float32
+/// for the length of the call), or, for bf16 inputs when bf16_dot_products(), avx512_bf16_kernels on the bf16
+/// values themselves (`pairs`). The tape keeps the bf16 inputs either way.
 struct Inputs {
   Tensor q, k, v;
-  bool bf16 = false;
-  explicit Inputs(const Prepared& p) : q(p.q), k(p.k), v(p.v), bf16(p.q.dtype() == DType::bf16) {
-    if (!bf16) return;
+  DType dtype;  // what the kernels compute in, and the dtype of outputs and gradients: float32 for bf16
+  bool pairs = false;
+  explicit Inputs(const Prepared& p)
+      : q(p.q), k(p.k), v(p.v), dtype(p.q.dtype() == DType::bf16 ? DType::f32 : p.q.dtype()) {
+    if (p.q.dtype() != DType::bf16) return;
+    pairs = bf16_dot_products();
+    if (pairs) return;
     NoGradGuard no_grad;
     q = ops::cast(p.q, DType::f32);
     k = ops::cast(p.k, DType::f32);
@@ -120,12 +125,14 @@ loom::flash::Problem<T> problem(const Prepared& p, const Inputs& in) {
   const AttentionOptions& o = p.options;
   const std::int64_t d = p.q.size(3);
   loom::flash::Problem<T> pr{};
-  pr.q = in.q.data<T>();
-  pr.k = in.k.data<T>();
-  pr.v = in.v.data<T>();
-  if (in.bf16) {
-    pr.q_bf16 = reinterpret_cast<const Bf16Bits*>(p.q.data<bfloat16>());
-    pr.k_bf16 = reinterpret_cast<const Bf16Bits*>(p.k.data<bfloat16>());
+  if (in.pairs) {
+    pr.q_bf16 = reinterpret_cast<const Bf16Bits*>(in.q.data<bfloat16>());
+    pr.k_bf16 = reinterpret_cast<const Bf16Bits*>(in.k.data<bfloat16>());
+    pr.v_bf16 = reinterpret_cast<const Bf16Bits*>(in.v.data<bfloat16>());
+  } else {
+    pr.q = in.q.data<T>();
+    pr.k = in.k.data<T>();
+    pr.v = in.v.data<T>();
   }
   pr.heads = p.q.size(1);
   // attention.cpp has checked that the key/value heads divide the query heads (none only when neither has any).
@@ -148,17 +155,11 @@ loom::flash::Problem<T> problem(const Prepared& p, const Inputs& in) {
   return pr;
 }
 
-/// Whether this problem runs avx512_bf16_kernels: bf16 inputs, with bf16_dot_products().
 template <class T>
-bool uses_bf16_pairs(const loom::flash::Problem<T>& pr) {
-  return pr.q_bf16 != nullptr && bf16_dot_products();
-}
-
-template <class T>
-const loom::flash::Kernels<T>& kernels_for(const loom::flash::Problem<T>& pr) {
+const loom::flash::Kernels<T>& kernels_for(const Inputs& in) {
 #if LOOM_X86_64_KERNELS
   if constexpr (std::is_same_v<T, float>)
-    if (uses_bf16_pairs(pr)) return loom::flash::avx512_bf16_kernels;
+    if (in.pairs) return loom::flash::avx512_bf16_kernels;
 #endif
   return kernels<T>();
 }
@@ -173,13 +174,13 @@ Forward run_forward(const Prepared& p) {
   const std::int64_t bh = p.q.size(0) * p.q.size(1), nq = p.q.size(2), nk = p.k.size(2);
   const std::int64_t d = p.q.size(3), dv = p.v.size(3);
   const Inputs in(p);
-  const DType dtype = in.q.dtype();
+  const DType dtype = in.dtype;
   Forward f{Tensor::empty({p.q.size(0), p.q.size(1), nq, dv}, dtype), Tensor::empty({p.q.size(0), p.q.size(1), nq}, dtype)};
   visit_floating(dtype, "scaled_dot_product_attention", [&]<class T>() {
     loom::flash::Problem<T> pr = problem<T>(p, in);
     pr.o = f.output.data<T>();
     pr.lse = f.lse.data<T>();
-    const auto& kern = kernels_for(pr);
+    const auto& kern = kernels_for<T>(in);
     // Groups of query blocks share key/value tiles, as long as that leaves >= 8 items per core to balance.
     pr.group = loom::flash::kMaxGroup;
     while (pr.group > 1 && bh * ((query_blocks(nq) + pr.group - 1) / pr.group) < 8 * cores()) pr.group /= 2;
@@ -205,7 +206,7 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
   }
   // bf16 inputs get float32 gradients, as the tape carries them (tape.hpp).
   const Inputs in(p);
-  const DType dtype = in.q.dtype();
+  const DType dtype = in.dtype;
   std::vector<Tensor> grads{Tensor::empty(p.q.shape(), dtype), Tensor::empty(p.k.shape(), dtype),
                             Tensor::empty(p.v.shape(), dtype)};
   visit_floating(dtype, "scaled_dot_product_attention", [&]<class T>() {
@@ -213,7 +214,7 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
     pr.o = f.output.data<T>();
     pr.lse = f.lse.data<T>();
     pr.dout = dout.data<T>();
-    const auto& kern = kernels_for(pr);
+    const auto& kern = kernels_for<T>(in);
     const std::int64_t share = pr.heads_per_kv;
     // Items are (key/value head, key chunk, part of its query heads): the dK and dV rows of a chunk belong to
     // one item per part, which adds its query heads' shares in turn, so nothing is locked. With few items for
@@ -239,7 +240,7 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
     const std::int64_t dk_size = kv_bh * nk * d, dv_size = kv_bh * nk * dv;
     std::vector<T> part_dk(std::size_t((parts - 1) * dk_size)), part_dv(std::size_t((parts - 1) * dv_size));
     const int threads = thread_count(kv_bh * chunks * parts, 10.0 * double(bh) * double(nq) * double(nk) * double(d + dv) / 2);
-    const Scratch<T> scratch(threads, loom::flash::backward_scratch(nq, nk, d, dv, uses_bf16_pairs(pr)));
+    const Scratch<T> scratch(threads, loom::flash::backward_scratch(nq, nk, d, dv, in.pairs));
     parallel::run(kv_bh * chunks * parts, threads, [&](int worker, std::int64_t item) {
       const std::int64_t kv = item / (chunks * parts), chunk = item / parts % chunks, part = item % parts;
       T* dk = (part == 0 ? grads[1].data<T>() : part_dk.data() + (part - 1) * dk_size) + kv * nk * d;
@@ -270,12 +271,12 @@ std::vector<Tensor> run_backward(const Tensor& grad, const Tensor& q, const Tens
 Tensor run_probabilities(const Prepared& p, const Forward& f) {
   const std::int64_t bh = p.q.size(0) * p.q.size(1), nq = p.q.size(2), nk = p.k.size(2), d = p.q.size(3);
   const Inputs in(p);
-  Tensor out = Tensor::zeros({p.q.size(0), p.q.size(1), nq, nk}, in.q.dtype());  // zero outside the band
-  visit_floating(in.q.dtype(), "attention_probabilities", [&]<class T>() {
+  Tensor out = Tensor::zeros({p.q.size(0), p.q.size(1), nq, nk}, in.dtype);  // zero outside the band
+  visit_floating(in.dtype, "attention_probabilities", [&]<class T>() {
     loom::flash::Problem<T> pr = problem<T>(p, in);
     pr.lse = f.lse.data<T>();
     pr.p = out.data<T>();
-    const auto& kern = kernels_for(pr);
+    const auto& kern = kernels_for<T>(in);
     const std::int64_t blocks = query_blocks(nq), items = bh * blocks;
     const int threads = thread_count(items, 2.0 * double(bh) * double(nq) * double(nk) * double(d));
     const Scratch<T> scratch(threads, loom::flash::forward_scratch(nk, d, p.v.size(3)));

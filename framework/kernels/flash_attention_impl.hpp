@@ -12,13 +12,14 @@
 //   gemm_bt : C[c][r]  = sum_k A[c][k] * Bt[k][r]      (S^T = K Q^T, dP^T = V dO^T; Bt packed per q block)
 //   gemm_acc: C[x][y] += sum_z A(x, z) * B[z][y]        (O += P V, dV += P^T dO, dK += dS^T Q, dQ += dS K;
 //                                                        A read through strides, B and C rows contiguous)
-// bfloat16 inputs reach the kernels widened to float32 (exactly). The unit compiled with AVX512_BF16
-// (kPairs) also reads their bf16 q and k: its score products S^T = K Q^T multiply bf16 pairs with vdpbf16ps
-// (K's rows as they are, Q packed as pairs along d), exact products summed in float32; every other product
-// runs on the float32 values, so nothing the kernels compute is rounded to bf16.
+// bfloat16 inputs reach these kernels widened to float32 (exactly), except in the unit compiled with
+// AVX512_BF16 (kPairs), which reads the bf16 q, k, v themselves: its score products S^T = K Q^T multiply bf16
+// pairs with vdpbf16ps (K's rows as they are, Q packed as pairs along d), exact products summed in float32;
+// every other product runs on rows widened to float32, so nothing the kernels compute is rounded to bf16.
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <iterator>
@@ -140,7 +141,7 @@ struct Vec<T, Scalar> {
   static constexpr bool bf16_dot_products = false;
 };
 
-/// kPairs: the score products read the problem's q_bf16 and k_bf16 (float32, AVX512_BF16 units only).
+/// kPairs: the inputs are the problem's q_bf16, k_bf16 and v_bf16 (float32, AVX512_BF16 units only).
 template <class T, class Arch, bool kPairs = false>
 struct Kernel {
   using S = Vec<T, Arch>;
@@ -346,6 +347,23 @@ struct Kernel {
     }
   }
 
+  /// Rows [n0, n1) of input x (q, k or v at element offset `at`) as float rows padded to dimp: rows() of T
+  /// inputs, or the bf16 ones widened (exactly) into buf.
+  static const T* input_rows(const T* x, const Bf16Bits* x_bf16, std::int64_t at, std::int64_t n0, std::int64_t n1,
+                             std::int64_t dim, std::int64_t dimp, T* buf) {
+    if constexpr (!kPairs) {
+      return rows(x + at, n0, n1, dim, dimp, buf);
+    } else {
+      for (std::int64_t n = n0; n < n1; ++n) {
+        const Bf16Bits* row = x_bf16 + at + n * dim;
+        T* out = buf + (n - n0) * dimp;
+        for (std::int64_t c = 0; c < dim; ++c) out[c] = std::bit_cast<float>(std::uint32_t(row[c]) << 16);
+        for (std::int64_t c = dim; c < dimp; ++c) out[c] = T(0);
+      }
+      return buf;
+    }
+  }
+
   /// Pairs bt[k/2][r] = (src[i0 + r][k], src[i0 + r][k + 1]) for even k, zero beyond nr rows and dim columns.
   static void pack_pairs(const Bf16Bits* src, std::int64_t i0, std::int64_t nr, std::int64_t dim, std::int64_t dimp,
                          Pair* bt) {
@@ -536,7 +554,7 @@ struct Kernel {
     T* vbuf = kbuf + (p.nk + Bc) * dp;
     const std::int64_t kv = bh / p.heads_per_kv;
     const ScoreRow* krows = jhi > jlo ? score_keys(p, kv, jlo, jhi, reinterpret_cast<ScoreRow*>(kbuf)) : nullptr;
-    const T* vrows = jhi > jlo ? rows(p.v + kv * p.nk * dv, jlo, jhi, dv, dvp, vbuf) : nullptr;
+    const T* vrows = jhi > jlo ? input_rows(p.v, p.v_bf16, kv * p.nk * dv, jlo, jhi, dv, dvp, vbuf) : nullptr;
     for (std::int64_t j0 = jlo; j0 < jhi; j0 += Bc) {
       const std::int64_t j1 = std::min(j0 + Bc, jhi);
       for (std::int64_t n = 0; n < count; ++n) {
@@ -580,7 +598,6 @@ struct Kernel {
     T* vbuf = kbuf + (nk + Bc) * dp;
     auto* kbf16 = reinterpret_cast<Bf16Bits*>(vbuf + (nk + Bc) * dvp);  // kPairs only
 
-    const T* q = p.q + bh * nq * d;
     const T* dout = p.dout + bh * nq * dv;
     const T* out = p.o + bh * nq * dv;
     for (std::int64_t b = 0; b < nqb; ++b) {
@@ -588,11 +605,11 @@ struct Kernel {
       pack_queries(p, bh, b * Br, nr, qt + b * packed_size(dp));
       pack_transposed(dout, b * Br, nr, dv, dvp, T(1), dot + b * dvp * Br);
     }
-    const T* qrows = rows(q, 0, nq, d, dp, qbuf);
+    const T* qrows = input_rows(p.q, p.q_bf16, bh * nq * d, 0, nq, d, dp, qbuf);
     const T* dorows = rows(dout, 0, nq, dv, dvp, dobuf);
     const std::int64_t kv = bh / p.heads_per_kv;
-    const T* krows = rows(p.k + kv * nk * d, 0, nk, d, dp, kbuf);
-    const T* vrows = rows(p.v + kv * nk * dv, 0, nk, dv, dvp, vbuf);
+    const T* krows = input_rows(p.k, p.k_bf16, kv * nk * d, 0, nk, d, dp, kbuf);
+    const T* vrows = input_rows(p.v, p.v_bf16, kv * nk * dv, 0, nk, dv, dvp, vbuf);
     const ScoreRow* kscore;  // the keys as the score products read them
     if constexpr (kPairs) kscore = score_keys(p, kv, 0, nk, kbf16);
     else kscore = krows;

@@ -30,10 +30,11 @@ struct Problem {
   const T* q;
   const T* k;
   const T* v;
-  // bfloat16 inputs: q and k as bf16, for avx512_bf16_kernels' score products (q, k and v above are their
-  // float32 values); null for the other kernels.
+  // bfloat16 inputs for avx512_bf16_kernels, which read only these (q, k and v above are then null); null
+  // for the other kernels.
   const Bf16Bits* q_bf16;
   const Bf16Bits* k_bf16;
+  const Bf16Bits* v_bf16;
   std::int64_t heads, nq, nk, d, dv;
   std::int64_t heads_per_kv;  // query heads that share one key/value head (>= 1, divides heads)
   T scale;
@@ -84,8 +85,8 @@ struct KernelTable {
 };
 
 // One per translation unit; an ISA's table may only be used when the CPU has that ISA. avx512_bf16_kernels
-// (AVX512_BF16 too) are the float32 kernels with the score products S = Q K^T multiplying q_bf16 and k_bf16
-// with vdpbf16ps.
+// (AVX512_BF16 too) are the float32 kernels on bf16 inputs (q_bf16, k_bf16, v_bf16): the score products
+// S = Q K^T multiply the bf16 values with vdpbf16ps, the other products run on rows widened to float32.
 extern const KernelTable scalar_kernels;
 extern const KernelTable avx2_kernels;
 extern const KernelTable avx512_kernels;
