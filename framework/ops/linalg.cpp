@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstddef>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "framework/autograd/record.hpp"
@@ -12,6 +13,7 @@
 #include "framework/kernels/dispatch.hpp"
 #include "framework/kernels/strided.hpp"
 #include "framework/ops/ops.hpp"
+#include "framework/runtime/bf16_matmul.hpp"
 #include "framework/runtime/blas.hpp"
 #include "framework/runtime/detail/gemm.hpp"
 #include "framework/runtime/detail/parallel.hpp"
@@ -98,7 +100,16 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, st
 /// The dtype of a product of `dtype` operands: bf16 ones give float32.
 DType product_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
 
-/// Calls fn.template operator()<T, Out>() for the operand and result types of a product of `dtype` operands.
+/// The operands as the product reads them: bf16 ones widened (exactly) to float32 for sgemm when the bf16
+/// engine is "float32", as they are otherwise. Internal copies, not recorded.
+std::pair<Tensor, Tensor> product_operands(const Tensor& a, const Tensor& b) {
+  if (a.dtype() != DType::bf16 || bf16_matmul_engine() != "float32") return {a, b};
+  NoGradGuard no_grad;
+  return {ops::cast(a, DType::f32), ops::cast(b, DType::f32)};
+}
+
+/// Calls fn.template operator()<T, Out>() for the operand and result types of a product of `dtype` operands
+/// (as product_operands gives them).
 template <class Fn>
 void visit_product(DType dtype, const char* op, Fn&& fn) {
   if (dtype == DType::bf16) return fn.template operator()<bfloat16, float>();
@@ -168,9 +179,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // bf16 operands give a float32 result (accumulated in float32).
   const DType out_dtype = product_dtype(a.dtype());
   Tensor out = k > 0 ? Tensor::empty(out_shape, out_dtype) : Tensor::zeros(out_shape, out_dtype);
-  if (out.numel() > 0 && k > 0)
-    visit_product(a.dtype(), "matmul",
-                  [&]<class T, class Out>() { batched_gemm<T, Out>(a2, b2, batch, m, n, k, out); });
+  if (out.numel() > 0 && k > 0) {
+    const auto [pa, pb] = product_operands(a2, b2);
+    visit_product(pa.dtype(), "matmul",
+                  [&]<class T, class Out>() { batched_gemm<T, Out>(pa, pb, batch, m, n, k, out); });
+  }
 
   if (autograd::needs_recording({&a, &b})) {
     Shape promoted = batch;  // the result with the 1-D operands' added axes kept
@@ -226,9 +239,10 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape.back() = units;
   Tensor out = Tensor::empty(out_shape, out_dtype);
-  visit_product(x.dtype(), "dense", [&]<class T, class Out>() {
+  const auto [px, pk] = product_operands(x, kernel);
+  visit_product(px.dtype(), "dense", [&]<class T, class Out>() {
     NoGradGuard no_grad;  // the contiguous copies below are internal
-    const Tensor xc = ops::contiguous(x), kc = ops::contiguous(kernel);
+    const Tensor xc = ops::contiguous(px), kc = ops::contiguous(pk);
     Out* y = out.data<Out>();
     if (bias.defined()) {
       const Tensor bc = ops::contiguous(bias);

@@ -155,30 +155,6 @@ void gemm_onednn(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_
   });
 }
 
-// ---- float32 ----
-
-/// The rows x cols bf16 matrix with leading dimension ld, widened (exactly) into a dense float32 one.
-Tensor widen(const bfloat16* x, std::int64_t rows, std::int64_t cols, std::int64_t ld) {
-  Tensor wide = Tensor::empty({rows, cols}, DType::f32);
-  float* out = wide.data<float>();
-  parallel::for_ranges(rows, std::max<std::int64_t>(1, (std::int64_t(1) << 16) / std::max<std::int64_t>(1, cols)),
-                       [&](std::int64_t begin, std::int64_t end) {
-                         for (std::int64_t r = begin; r < end; ++r)
-                           for (std::int64_t j = 0; j < cols; ++j) out[r * cols + j] = float(x[r * ld + j]);
-                       });
-  return wide;
-}
-
-void gemm_float32(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                  const bfloat16* a, std::int64_t lda, const bfloat16* b, std::int64_t ldb, float beta, float* c,
-                  std::int64_t ldc) {
-  // Stored as they are read: op(A) = A^T keeps A's k x m storage, and so on.
-  const Tensor wa = transpose_a ? widen(a, k, m, lda) : widen(a, m, k, lda);
-  const Tensor wb = transpose_b ? widen(b, n, k, ldb) : widen(b, k, n, ldb);
-  blas::gemm<float>(transpose_a, transpose_b, m, n, k, 1.0f, wa.data<float>(), transpose_a ? m : k,
-                    wb.data<float>(), transpose_b ? k : n, beta, c, ldc);
-}
-
 }  // namespace
 
 std::string bf16_matmul_engine() { return kNames[engine().load()]; }
@@ -203,8 +179,7 @@ void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t 
       for (std::int64_t r = 0; r < m; ++r) std::fill_n(c + r * ldc, n, 0.0f);
     return;
   }
-  if (engine().load() == kOneDnn) gemm_onednn(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta != 0.0f, c, ldc);
-  else gemm_float32(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  gemm_onednn(transpose_a, transpose_b, m, n, k, a, lda, b, ldb, beta != 0.0f, c, ldc);
 }
 
 }  // namespace blas

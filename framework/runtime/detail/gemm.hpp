@@ -15,8 +15,9 @@ template <class T>
 void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
           std::int64_t lda, const T* b, std::int64_t ldb, T beta, T* c, std::int64_t ldc);
 
-/// Row-major C = op(A) @ op(B) + beta * C for bfloat16 A and B and a float32 C, accumulated in float32, on the
-/// engine bf16_matmul_engine() names (framework/runtime/bf16_matmul.hpp). beta is 0 or 1.
+/// Row-major C = op(A) @ op(B) + beta * C for bfloat16 A and B and a float32 C, accumulated in float32, on
+/// oneDNN (framework/runtime/bf16_matmul.hpp; under the "float32" engine ops/linalg.cpp widens the operands
+/// for gemm<float> instead of calling this). beta is 0 or 1.
 void gemm_bf16(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, std::int64_t k,
                const bfloat16* a, std::int64_t lda, const bfloat16* b, std::int64_t ldb, float beta, float* c,
                std::int64_t ldc);
