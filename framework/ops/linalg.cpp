@@ -100,12 +100,21 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, st
 /// The dtype of a product of `dtype` operands: bf16 ones give float32.
 DType product_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
 
+/// x widened to float32 in its own layout: a transposed matrix (the backward's x^T) stays a transposed view,
+/// of a contiguous copy, so that the product reads it as BLAS's transposed operand instead of the cast
+/// copying it across.
+Tensor widened(const Tensor& x) {
+  if (x.ndim() >= 2 && !x.is_contiguous())
+    if (const Tensor t = ops::transpose(x); t.is_contiguous()) return ops::transpose(ops::cast(t, DType::f32));
+  return ops::cast(x, DType::f32);
+}
+
 /// The operands as the product reads them: bf16 ones widened (exactly) to float32 for sgemm when the bf16
 /// engine is "float32", as they are otherwise. Internal copies, not recorded.
 std::pair<Tensor, Tensor> product_operands(const Tensor& a, const Tensor& b) {
   if (a.dtype() != DType::bf16 || bf16_matmul_engine() != "float32") return {a, b};
   NoGradGuard no_grad;
-  return {ops::cast(a, DType::f32), ops::cast(b, DType::f32)};
+  return {widened(a), widened(b)};
 }
 
 /// Calls fn.template operator()<T, Out>() for the operand and result types of a product of `dtype` operands
