@@ -9,6 +9,7 @@
 #include "framework/ops/ops.hpp"
 #include "framework/runtime/bf16_matmul.hpp"
 #include "framework/runtime/simd.hpp"
+#include "tests/setting_guards.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
@@ -22,22 +23,6 @@ using ops::AttentionOptions;
 // with the onednn engine multiplies with vdpbf16ps where the CPU has AVX512_BF16).
 
 namespace {
-
-struct IsaGuard {
-  std::string previous = simd::active_isa();
-  explicit IsaGuard(const std::string& isa) { simd::set_active_isa(isa); }
-  ~IsaGuard() { simd::set_active_isa(previous); }
-  IsaGuard(const IsaGuard&) = delete;
-  IsaGuard& operator=(const IsaGuard&) = delete;
-};
-
-struct EngineGuard {
-  std::string previous = bf16_matmul_engine();
-  explicit EngineGuard(const std::string& engine) { set_bf16_matmul_engine(engine); }
-  ~EngineGuard() { set_bf16_matmul_engine(previous); }
-  EngineGuard(const EngineGuard&) = delete;
-  EngineGuard& operator=(const EngineGuard&) = delete;
-};
 
 /// x's bf16 values, exactly, in float32.
 Tensor rounded(const Tensor& x) { return ops::cast(ops::cast(x, DType::bf16), DType::f32); }
@@ -73,7 +58,7 @@ void check_matches_float32(std::int64_t heads, std::int64_t kv_heads, std::int64
         INFO(fmt::format("{} {} {} H={} Hkv={} Nq={} Nk={} d={} dv={}", impl == AttentionImpl::Flash ? "flash" : "math",
                          isa, engine, heads, kv_heads, nq, nk, d, dv));
         const IsaGuard isa_guard(isa);
-        const EngineGuard engine_guard(engine);
+        const Bf16EngineGuard engine_guard(engine);
         options.impl = impl;
         const Result got = run(q, k, v, options, cot, true);
         check_same_tensors({got.out, got.dv}, {want.out, want.dv}, 1e-5);

@@ -16,6 +16,7 @@
 #include "framework/ops/attention.hpp"
 #include "framework/ops/ops.hpp"
 #include "framework/runtime/simd.hpp"
+#include "tests/setting_guards.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
@@ -24,13 +25,6 @@ using ops::AttentionImpl;
 using ops::AttentionOptions;
 
 namespace {
-
-/// Switches the SIMD level for a scope and restores the previous one.
-struct IsaGuard {
-  std::string previous = simd::active_isa();
-  explicit IsaGuard(const std::string& isa) { simd::set_active_isa(isa); }
-  ~IsaGuard() { simd::set_active_isa(previous); }
-};
 
 AttentionOptions with_impl(AttentionOptions o, AttentionImpl impl) {
   o.impl = impl;

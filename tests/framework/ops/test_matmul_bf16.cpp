@@ -10,6 +10,7 @@
 #include "framework/ops/ops.hpp"
 #include "framework/runtime/bf16_matmul.hpp"
 #include "framework/runtime/blas.hpp"
+#include "tests/setting_guards.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
@@ -21,15 +22,6 @@ using Catch::Contains;
 // is float32's, not bf16's.
 
 namespace {
-
-/// Switches the bf16 engine for one test.
-struct EngineGuard {
-  std::string previous = bf16_matmul_engine();
-  explicit EngineGuard(const std::string& engine) { set_bf16_matmul_engine(engine); }
-  ~EngineGuard() { set_bf16_matmul_engine(previous); }
-  EngineGuard(const EngineGuard&) = delete;
-  EngineGuard& operator=(const EngineGuard&) = delete;
-};
 
 Tensor bf16(const Tensor& x) { return ops::cast(x, DType::bf16); }
 /// x's bf16 values, exactly, in float32.
@@ -50,7 +42,7 @@ TEST_CASE("bf16 matmul engines: the default is named and a bad name is refused",
 TEST_CASE("bf16 matmul equals the float32 product of the bf16 values, on every engine", "[bf16][linalg]") {
   for (const std::string& engine : available_bf16_matmul_engines()) {
     SECTION(engine) {
-      const EngineGuard guard(engine);
+      const Bf16EngineGuard guard(engine);
       const Tensor a = randn({37, 70}, 1, DType::f32), b = randn({70, 45}, 2, DType::f32);
       const Tensor c = ops::matmul(bf16(a), bf16(b));
       CHECK(c.dtype() == DType::f32);
@@ -85,7 +77,7 @@ TEST_CASE("bf16 matmul equals the float32 product of the bf16 values, on every e
 TEST_CASE("bf16 dense and einsum: a float32 bias onto a bf16 product", "[bf16][linalg]") {
   for (const std::string& engine : available_bf16_matmul_engines()) {
     SECTION(engine) {
-      const EngineGuard guard(engine);
+      const Bf16EngineGuard guard(engine);
       const Tensor x = randn({4, 6, 32}, 11, DType::f32), k = randn({32, 20}, 12, DType::f32);
       const Tensor bias = randn({20}, 13, DType::f32);
       const Tensor y = ops::dense(bf16(x), bf16(k), bias);
@@ -103,7 +95,7 @@ TEST_CASE("bf16 dense and einsum: a float32 bias onto a bf16 product", "[bf16][l
 TEST_CASE("bf16 matmul gradients: bf16 products of the output gradient, within bf16's precision", "[bf16][linalg]") {
   for (const std::string& engine : available_bf16_matmul_engines()) {
     SECTION(engine) {
-      const EngineGuard guard(engine);
+      const Bf16EngineGuard guard(engine);
       const Tensor a = randn({3, 8, 16}, 15, DType::f32), b = randn({16, 10}, 16, DType::f32);
       const Tensor w = randn({3, 8, 10}, 17, DType::f32);
       GradientTape tape;

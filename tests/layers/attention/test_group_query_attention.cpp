@@ -14,6 +14,7 @@
 #include "framework/runtime/simd.hpp"
 #include "loom.hpp"
 #include "tests/fixture_reader.hpp"
+#include "tests/setting_guards.hpp"
 #include "tests/test_helpers.hpp"
 
 using namespace loom;
@@ -135,13 +136,6 @@ void gradcheck_layer(L::GroupQueryAttention& gqa, const std::vector<Tensor>& inp
   for (const auto& w : gqa.trainable_weights()) all.push_back(w.value());
   require_gradcheck(fn, all);
 }
-
-/// Switches the SIMD level for a scope and restores the previous one.
-struct IsaGuard {
-  std::string previous = simd::active_isa();
-  explicit IsaGuard(const std::string& isa) { simd::set_active_isa(isa); }
-  ~IsaGuard() { simd::set_active_isa(previous); }
-};
 
 }  // namespace
 
