@@ -189,9 +189,10 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   const DType out_dtype = product_dtype(a.dtype());
   Tensor out = k > 0 ? Tensor::empty(out_shape, out_dtype) : Tensor::zeros(out_shape, out_dtype);
   if (out.numel() > 0 && k > 0) {
-    const auto [pa, pb] = product_operands(a2, b2);
-    visit_product(pa.dtype(), "matmul",
-                  [&]<class T, class Out>() { batched_gemm<T, Out>(pa, pb, batch, m, n, k, out); });
+    const std::pair<Tensor, Tensor> operands = product_operands(a2, b2);
+    visit_product(operands.first.dtype(), "matmul", [&]<class T, class Out>() {
+      batched_gemm<T, Out>(operands.first, operands.second, batch, m, n, k, out);
+    });
   }
 
   if (autograd::needs_recording({&a, &b})) {
@@ -248,10 +249,10 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
   Shape out_shape = x.shape();
   out_shape.back() = units;
   Tensor out = Tensor::empty(out_shape, out_dtype);
-  const auto [px, pk] = product_operands(x, kernel);
-  visit_product(px.dtype(), "dense", [&]<class T, class Out>() {
+  const std::pair<Tensor, Tensor> operands = product_operands(x, kernel);
+  visit_product(operands.first.dtype(), "dense", [&]<class T, class Out>() {
     NoGradGuard no_grad;  // the contiguous copies below are internal
-    const Tensor xc = ops::contiguous(px), kc = ops::contiguous(pk);
+    const Tensor xc = ops::contiguous(operands.first), kc = ops::contiguous(operands.second);
     Out* y = out.data<Out>();
     if (bias.defined()) {
       const Tensor bc = ops::contiguous(bias);
