@@ -6,9 +6,10 @@
 // FLOPs over OpenBLAS's own sgemm rate at 2048 square measured in this process, and loom's step as a multiple
 // of it. The peer, benchmarks/encoder/peer_torch.py, runs the identical configuration in PyTorch.
 // --mixed-bfloat16 builds the block under Keras's mixed_bfloat16 policy (float32 weights, bf16 matmuls) and also
-// prints the rate of a 2048^2 bf16 matmul on loom's bf16 engine.
+// prints the rate of a 2048^2 bf16 matmul on loom's bf16 engine. --remat runs the block through loom::remat (the
+// tape keeps its input only; the backward pass recomputes it).
 //
-//   bench_encoder [--mixed-bfloat16]
+//   bench_encoder [--mixed-bfloat16] [--remat]
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -46,16 +47,25 @@ double peak_rss_mib() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool mixed = argc > 1 && std::string(argv[1]) == "--mixed-bfloat16";
-  if (argc > 2 || (argc == 2 && !mixed)) {
-    fmt::print(stderr, "usage: bench_encoder [--mixed-bfloat16]\n");
-    return 2;
+  bool mixed = false, rematerialize = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--mixed-bfloat16") {
+      mixed = true;
+    } else if (arg == "--remat") {
+      rematerialize = true;
+    } else {
+      fmt::print(stderr, "usage: bench_encoder [--mixed-bfloat16] [--remat]\n");
+      return 2;
+    }
   }
   if (mixed) mixed_precision::set_global_policy("mixed_bfloat16");
   const Tensor x = Tensor::randn({kBatch, kSeq, kModel}, DType::f32, 1);
   const Tensor target = Tensor::randn({kBatch, kSeq, kModel}, DType::f32, 2);
   L::TransformerEncoder block({.num_heads = kHeads, .ff_dim = kFF, .norm_first = true, .epsilon = 1e-3});
   block(x);  // builds the weights
+  const UnaryRematFunction forward = [&](const Tensor& input) { return block(input, /*training=*/true); };
+  const UnaryRematFunction step_forward = rematerialize ? remat(forward) : forward;
   optim::Adam adam({.learning_rate = 1e-4});
 
   std::vector<double> ms;
@@ -69,7 +79,7 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     {
       GradientTape tape;
-      const Tensor l = ops::mean(ops::square(block(x, /*training=*/true) - target));
+      const Tensor l = ops::mean(ops::square(step_forward(x) - target));
       const auto weights = block.trainable_weights();
       adam.apply_gradients(tape.gradient(l, weights), weights);
       loss = l.item<double>();
@@ -80,11 +90,11 @@ int main(int argc, char** argv) {
   std::sort(ms.begin(), ms.end());
   const BlasInfo blas = blas_info();
   const MemoryStats memory = memory_stats();
-  fmt::print("loom encoder step ({}, batch {}, seq {}, d_model {}, {} heads, ff {}): median {:.1f} ms (min {:.1f}, max "
+  fmt::print("loom encoder step ({}{}, batch {}, seq {}, d_model {}, {} heads, ff {}): median {:.1f} ms (min {:.1f}, max "
              "{:.1f}) over {} steps, peak RSS {:.0f} MiB, peak live tensors {:.1f} MiB ({:.1f} MiB between steps), "
              "final loss {:.4f}; OpenBLAS {} on {} threads, SIMD {}\n",
              mixed ? fmt::format("mixed_bfloat16, bf16 matmuls on {}", bf16_matmul_engine()) : std::string("float32"),
-             kBatch, kSeq, kModel, kHeads, kFF, ms[ms.size() / 2], ms.front(), ms.back(), ms.size(), peak_rss_mib(),
+             rematerialize ? ", remat" : "", kBatch, kSeq, kModel, kHeads, kFF, ms[ms.size() / 2], ms.front(), ms.back(), ms.size(), peak_rss_mib(),
              double(memory.peak_live_bytes) / double(1 << 20), double(between_steps) / double(1 << 20), loss,
              blas.core, blas.threads, simd::active_isa());
   const double sgemm = benchmarks::sgemm_gflops(2048, 2048, 2048, 5);
