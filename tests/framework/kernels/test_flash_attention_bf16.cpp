@@ -73,6 +73,8 @@ void check_matches_float32(std::int64_t heads, std::int64_t kv_heads, std::int64
 TEST_CASE("attention on bf16 inputs is the float32 attention of their values", "[flash_attention][bf16]") {
   SECTION("plain, head_dim a multiple of the vector width") { check_matches_float32(2, 2, 70, 90, 32, 32, {}); }
   SECTION("padded head dims") { check_matches_float32(2, 2, 65, 64, 24, 8, {}); }
+  SECTION("one query, one key, head_dim 1 (an odd depth: half a pair)") { check_matches_float32(1, 1, 1, 1, 1, 3, {}); }
+  SECTION("no keys") { check_matches_float32(1, 1, 7, 0, 16, 16, {}); }
   SECTION("causal") { check_matches_float32(2, 2, 130, 130, 16, 16, {.causal = true}); }
   SECTION("sliding window") { check_matches_float32(1, 1, 100, 100, 32, 16, {.sliding_window = 17}); }
   SECTION("grouped-query heads and a mask") {
