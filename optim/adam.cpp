@@ -34,16 +34,13 @@ std::vector<std::vector<std::string>> Adam::keras_slot_order() const {
 void Adam::update_step(const Tensor& gradient, Variable& var, std::vector<Tensor>& slots, double lr) {
   const double t = double(iterations() + 1);
   const double alpha = lr * std::sqrt(1.0 - std::pow(beta_2_, t)) / (1.0 - std::pow(beta_1_, t));
-  Tensor& m = slots[0];
-  Tensor& v = slots[1];
-  m = m + (gradient - m) * (1.0 - beta_1_);
-  v = v + (ops::square(gradient) - v) * (1.0 - beta_2_);
-  Tensor second_moment = v;
-  if (amsgrad_) {
-    slots[2] = ops::maximum(slots[2], v);
-    second_moment = slots[2];
-  }
-  var.assign_sub((m * alpha) / (ops::sqrt(second_moment) + epsilon_));
+  ops::AdamUpdate step =
+      ops::adam_update(var.value(), gradient, slots[0], slots[1], amsgrad_ ? slots[2] : Tensor(), alpha, beta_1_,
+                       beta_2_, epsilon_);
+  slots[0] = step.m;
+  slots[1] = step.v;
+  if (amsgrad_) slots[2] = step.v_hat;
+  var.assign(step.variable);
 }
 
 }  // namespace loom::optim

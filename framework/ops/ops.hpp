@@ -9,3 +9,4 @@
 #include "framework/ops/pooling.hpp"
 #include "framework/ops/reduction.hpp"
 #include "framework/ops/shape.hpp"
+#include "framework/ops/updates.hpp"
