@@ -101,11 +101,6 @@ struct GradientTape::Recording {
 
 namespace {
 
-/// The dtype a tensor's gradient is carried in while the tape sums them: its own, but float32 for bf16 (which
-/// has no arithmetic), so that the gradients of a bf16 tensor are summed in float32 and a bf16 product's
-/// backward rule returns its float32 products unrounded. tape.gradient() rounds a bf16 source's gradient once.
-DType gradient_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
-
 bool wants(const GradientTape::Recording& rec, const Tensor& t) { return rec.paused == 0 && rec.tracks(t); }
 
 void append(GradientTape::Recording& rec, TapeNode&& node, const std::vector<Tensor>& inputs,
@@ -227,12 +222,14 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       if (!keep_nodes) node.backward = nullptr;
       continue;
     }
+    // Gradients are carried in compute_dtype: a bf16 tensor's are summed in float32 and a bf16 product's
+    // backward rule returns its float32 products unrounded; tape.gradient() rounds a bf16 source's once.
     std::vector<Tensor> output_grads;
     bool any = false;
     for (const auto& out : node.outputs) {
       auto it = grads.find(out.id);
       any = any || it != grads.end();
-      output_grads.push_back(it != grads.end() ? it->second : Tensor::zeros(out.shape, gradient_dtype(out.dtype)));
+      output_grads.push_back(it != grads.end() ? it->second : Tensor::zeros(out.shape, compute_dtype(out.dtype)));
     }
     if (!any) {
       if (!keep_nodes) node.backward = nullptr;
@@ -257,7 +254,7 @@ std::vector<Tensor> GradientTape::gradient(const Tensor& target, const std::vect
       Tensor g = input_grads[i];
       if (!g.defined() || !depends_on_source.count(in.id)) continue;
       if (in.dtype == DType::bf16 && g.dtype() == DType::bf16) g = ops::cast(g, DType::f32);
-      check(g.dtype() == gradient_dtype(in.dtype),
+      check(g.dtype() == compute_dtype(in.dtype),
             "GradientTape.gradient: the backward rule of '{}' gave a {} gradient for {} input {}", node.op, g.dtype(),
             in.dtype, i);
       if (g.shape() != in.shape) g = ops::sum_to(g, in.shape);

@@ -109,7 +109,7 @@ struct Inputs {
   DType dtype;  // what the kernels compute in, and the dtype of outputs and gradients: float32 for bf16
   bool pairs = false;
   explicit Inputs(const Prepared& p)
-      : q(p.q), k(p.k), v(p.v), dtype(p.q.dtype() == DType::bf16 ? DType::f32 : p.q.dtype()) {
+      : q(p.q), k(p.k), v(p.v), dtype(compute_dtype(p.q.dtype())) {
     if (p.q.dtype() != DType::bf16) return;
     pairs = bf16_dot_products();
     if (pairs) return;

@@ -127,7 +127,7 @@ Tensor unstack_groups(const Tensor& x, std::int64_t heads, std::int64_t n) {
 Tensor probabilities(const Tensor& q, const Tensor& k, const AttentionOptions& o) {
   const std::int64_t batch = q.size(0), heads = q.size(1), nq = q.size(2), nk = k.size(2);
   const bool bf16 = q.dtype() == DType::bf16;
-  const DType dtype = bf16 ? DType::f32 : q.dtype();
+  const DType dtype = compute_dtype(q.dtype());
   const bool masked = o.mask.defined() || o.causal || o.sliding_window > 0;
   if (nk == 0) return Tensor::zeros({batch, heads, nq, nk}, dtype);  // no key at all: every row is empty
   const double scale = o.scale.value_or(1.0 / std::sqrt(double(q.size(3))));

@@ -496,7 +496,7 @@ Tensor cast(const Tensor& x, DType dtype) {
   if (is_differentiable(dtype) && is_differentiable(x.dtype()) && autograd::needs_recording({&x}))
     autograd::record("cast", {x}, {y}, [from = x.dtype()](const Grads& g) {
       // A bf16 tensor's gradient is carried in float32 (tape.cpp), so a cast from bf16 passes it on unrounded.
-      return Grads{cast(g[0], from == DType::bf16 ? DType::f32 : from)};
+      return Grads{cast(g[0], compute_dtype(from))};
     });
   return y;
 }

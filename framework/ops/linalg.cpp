@@ -97,9 +97,6 @@ void gemm(bool transpose_a, bool transpose_b, std::int64_t m, std::int64_t n, st
     blas::gemm<T>(transpose_a, transpose_b, m, n, k, T(1), a, lda, b, ldb, beta, c, ldc);
 }
 
-/// The dtype of a product of `dtype` operands: bf16 ones give float32.
-DType product_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
-
 /// x widened to float32 in its own layout: a transposed matrix (the backward's x^T) stays a transposed view,
 /// of a contiguous copy, so that the product reads it as BLAS's transposed operand instead of the cast
 /// copying it across.
@@ -186,7 +183,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // gemm with beta = 0 writes every element, so the output need not be zero-filled first (OpenBLAS clears
   // it itself); an empty sum (k == 0) is zeros.
   // bf16 operands give a float32 result (accumulated in float32).
-  const DType out_dtype = product_dtype(a.dtype());
+  const DType out_dtype = compute_dtype(a.dtype());
   Tensor out = k > 0 ? Tensor::empty(out_shape, out_dtype) : Tensor::zeros(out_shape, out_dtype);
   if (out.numel() > 0 && k > 0) {
     const std::pair<Tensor, Tensor> operands = product_operands(a2, b2);
@@ -232,7 +229,7 @@ Tensor dense(const Tensor& x, const Tensor& kernel, const Tensor& bias) {
                             [](const std::vector<Tensor>& v) { return dense(v[0], v[1], v[2]); });
   check(x.defined() && kernel.defined(), "dense: {} is undefined", x.defined() ? "the kernel" : "the input");
   // bf16 input and kernel give a float32 result; the bias is then float32.
-  const DType out_dtype = product_dtype(x.dtype());
+  const DType out_dtype = compute_dtype(x.dtype());
   check(is_differentiable(x.dtype()) && kernel.dtype() == x.dtype() && (!bias.defined() || bias.dtype() == out_dtype),
         "dense: expected float32 or float64 tensors of one dtype (or a bf16 input and kernel with a float32 bias), "
         "got input {} {}, kernel {} {}, bias {}", x.dtype(), x.shape(), kernel.dtype(), kernel.shape(),

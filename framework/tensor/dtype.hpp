@@ -22,6 +22,9 @@ std::size_t dtype_size(DType dtype);       // bytes per element
 inline bool is_floating(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 /// The dtypes gradients flow through: the floating ones and bf16.
 inline bool is_differentiable(DType dtype) { return is_floating(dtype) || dtype == DType::bf16; }
+/// The dtype values of `dtype` are computed in, and their gradients carried in: float32 for bf16 (a storage
+/// type with no arithmetic of its own), the dtype itself otherwise.
+inline DType compute_dtype(DType dtype) { return dtype == DType::bf16 ? DType::f32 : dtype; }
 
 /// The DType of a C++ scalar type: dtype_of<float> == DType::f32.
 template <class T>
